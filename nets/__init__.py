@@ -1,0 +1,14 @@
+"""nets: fast sparse training on a CPU, with MXNet Gluon's API.
+
+``import nets`` is cheap: it neither imports numba nor compiles kernels; those
+load and compile on first use (and are cached on disk).
+"""
+from . import ndarray, random, test_utils  # noqa: F401
+from . import ndarray as nd  # noqa: F401
+from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context,  # noqa: F401
+                   gpu, num_gpus)
+
+__version__ = "0.1.0"
+
+__all__ = ["nd", "ndarray", "random", "test_utils", "Context", "cpu", "gpu", "num_gpus",
+           "current_context", "NetsError", "StorageFallbackWarning", "__version__"]

@@ -1,0 +1,150 @@
+"""Errors, warnings, dtype/stype constants and the device ``Context``.
+
+This module is the bottom of the dependency graph: everything in nets may
+import it and it imports nothing from nets.
+"""
+import threading
+
+import numpy as np
+
+__all__ = [
+    "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
+    "ContextError", "StorageFallbackWarning", "STYPES", "DEFAULT_DTYPE", "INDEX_DTYPE",
+    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_stype",
+    "normalize_shape",
+]
+
+DEFAULT_DTYPE = np.dtype(np.float32)
+INDEX_DTYPE = np.dtype(np.int64)  # every sparse index array is int64: one kernel specialisation
+STYPES = ("default", "csr", "row_sparse")
+
+
+class NetsError(Exception):
+    """Base class of every error nets raises on purpose."""
+
+
+class ShapeError(NetsError, ValueError):
+    """A shape, length or ndim does not fit."""
+
+
+class StorageTypeError(NetsError, ValueError):
+    """An unknown storage type, or one an operation does not accept."""
+
+
+class SparseFormatError(NetsError, ValueError):
+    """Sparse indices or indptr that break the format (range, order, duplicates)."""
+
+
+class DTypeError(NetsError, TypeError):
+    """A dtype that cannot be used where it was given."""
+
+
+class ContextError(NetsError):
+    """A device that nets cannot run on."""
+
+
+class StorageFallbackWarning(UserWarning):
+    """An operator densified sparse inputs because it has no sparse implementation."""
+
+
+def as_dtype(dtype, default=DEFAULT_DTYPE):
+    """Normalise ``dtype`` (None, str, numpy dtype or type) to a ``numpy.dtype``."""
+    if dtype is None:
+        return np.dtype(default)
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise DTypeError(f"dtype={dtype!r} is not a numpy dtype") from e
+
+
+def check_stype(stype, name="stype"):
+    """Return ``stype`` if it is one of ``STYPES``, else raise ``StorageTypeError``."""
+    if stype not in STYPES:
+        raise StorageTypeError(f"{name}={stype!r} is not a storage type; expected one of {STYPES}")
+    return stype
+
+
+def normalize_shape(shape, name="shape"):
+    """Return ``shape`` as a tuple of non-negative ints (an int means a 1-D shape)."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError as e:
+        raise ShapeError(f"{name}={shape!r} is not a shape (a tuple of ints)") from e
+    if any(d < 0 for d in out) or any(int(d) != d for d in shape):
+        raise ShapeError(f"{name}={shape!r} must hold non-negative integers")
+    return out
+
+
+class Context:
+    """A device: ``Context('cpu', 0)``. Usable as ``with ctx:`` to set the default.
+
+    Only the CPU runs today; ``gpu()`` contexts can be created and compared, but
+    placing an array on one raises ``ContextError``.
+    """
+
+    _local = threading.local()
+
+    def __init__(self, device_type="cpu", device_id=0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in ("cpu", "gpu", "cpu_pinned"):
+            raise ContextError(f"device_type={device_type!r}: expected 'cpu' or 'gpu'")
+        self.device_type = device_type
+        self.device_id = int(device_id)
+
+    def __eq__(self, other):
+        return (isinstance(other, Context) and self.device_type == other.device_type
+                and self.device_id == other.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self):
+        return f"{self.device_type}({self.device_id})"
+
+    def __enter__(self):
+        stack = Context._stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        Context._stack().pop()
+
+    @staticmethod
+    def _stack():
+        if not hasattr(Context._local, "stack"):
+            Context._local.stack = []
+        return Context._local.stack
+
+    def check(self):
+        """Return self if arrays can live here, else raise ``ContextError``."""
+        if self.device_type == "gpu":
+            raise ContextError(f"{self!r}: nets has no GPU backend yet; use nets.cpu()")
+        return self
+
+
+def cpu(device_id=0):
+    """The CPU context."""
+    return Context("cpu", device_id)
+
+
+def gpu(device_id=0):
+    """A GPU context (nets has no GPU backend: arrays cannot be placed on it)."""
+    return Context("gpu", device_id)
+
+
+def num_gpus():
+    """Number of GPUs nets can use (always 0: no GPU backend)."""
+    return 0
+
+
+def current_context(ctx=None):
+    """``ctx`` checked, or the innermost ``with Context`` block's, or ``cpu()``."""
+    if ctx is None:
+        stack = Context._stack()
+        ctx = stack[-1] if stack else cpu()
+    elif not isinstance(ctx, Context):
+        raise ContextError(f"ctx={ctx!r} is not a nets.Context")
+    return ctx.check()

@@ -1,0 +1,21 @@
+"""Numba kernels: pure functions over numpy arrays, nothing else from nets.
+
+Each submodule imports numba, so submodules load on first attribute access
+(``kernels.csr``): ``import nets`` neither imports numba nor compiles. Kernels
+are compiled lazily on first call and cached on disk (``NUMBA_CACHE_DIR``).
+Kernels trust their inputs; the operator layer validates before calling them.
+"""
+import importlib
+
+
+def __getattr__(name):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"nets.kernels has no module {name!r}") from e
+    globals()[name] = module
+    return module

@@ -1,0 +1,107 @@
+"""``BaseSparseNDArray``: what CSR and row-sparse arrays share.
+
+A sparse array never densifies behind the user's back: ``asnumpy()`` is the
+explicit way, ``np.asarray(sparse)`` raises, and operators without a sparse
+implementation densify only through the registry's fallback, which warns.
+"""
+import numpy as np
+
+from ..base import NetsError, ShapeError, as_dtype
+from .dense import NDArray
+
+
+class BaseSparseNDArray(NDArray):
+    """Base class of ``CSRNDArray`` and ``RowSparseNDArray`` (not instantiated)."""
+
+    _parts = ()  # names of the numpy buffers, in constructor order after `data`
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes + sum(getattr(self, p).nbytes for p in self._parts)
+
+    @property
+    def data(self):
+        """The stored values as an ``NDArray`` (shares memory)."""
+        return NDArray(self._data, self._ctx)
+
+    @property
+    def indices(self):
+        """The index array as an int64 ``NDArray`` (shares memory)."""
+        return NDArray(self._indices, self._ctx)
+
+    def asnumpy(self):
+        out = np.zeros(self.shape, dtype=self.dtype)
+        self._scatter_into(out)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        raise NetsError(f"a {self.stype} array is not converted to numpy implicitly "
+                        f"(it may be huge); call .asnumpy() to densify on purpose")
+
+    def __iter__(self):
+        raise NetsError(f"iterating a {self.stype} array is not supported; slice it or "
+                        f"call .asnumpy()")
+
+    def __setitem__(self, key, value):
+        if not (isinstance(key, slice) and key == slice(None)):
+            raise NetsError(f"a {self.stype} array supports only whole assignment "
+                            f"`x[:] = value`, got key {key!r}")
+        if not isinstance(value, NDArray):
+            from .creation import array  # creation imports the array classes
+            value = array(np.broadcast_to(np.asarray(value, dtype=self.dtype), self.shape))
+        self._check_same_shape(value, "value")
+        if value.stype != self.stype:
+            value = value.tostype(self.stype)
+        self._set_parts(value, copy=value is not self)
+
+    def _assign(self, result):
+        if result.stype == self.stype:
+            self._check_same_shape(result, "result")
+            self._set_parts(result, copy=False)  # a fresh result: adopt its buffers
+        else:
+            self[:] = result
+
+    def _set_parts(self, src, copy):
+        """Take ``src``'s buffers (same stype and shape), keeping self's dtype."""
+        self._data = src._data.astype(self.dtype, copy=copy)
+        for p in self._parts:
+            setattr(self, p, getattr(src, p).copy() if copy else getattr(src, p))
+
+    def _with_dtype(self, dtype):
+        parts = [getattr(self, p).copy() for p in self._parts]
+        return type(self)(self._data.astype(as_dtype(dtype)), *parts, shape=self._shape,
+                          ctx=self._ctx)
+
+    def detach(self):
+        return type(self)(self._data, *[getattr(self, p) for p in self._parts],
+                          shape=self._shape, ctx=self._ctx)
+
+    def check_format(self, full_check=True):
+        """Validate the buffers (e.g. after editing ``.indices`` in place).
+
+        Raises ``SparseFormatError``/``ShapeError`` naming the problem. The cheap
+        check covers lengths and shapes; ``full_check`` also covers index range,
+        order and uniqueness.
+        """
+        self._validate(self._data, *[getattr(self, p) for p in self._parts],
+                       shape=self._shape, full_check=full_check)
+
+    def _require_2d(self, what):
+        if len(self._shape) != 2:
+            raise ShapeError(f"{what} needs a 2-D array, got shape {self._shape}")
+
+    def __repr__(self):
+        shape = "x".join(str(d) for d in self.shape)
+        if self.size <= 200:
+            body = np.array2string(self.asnumpy(), separator=" ")  # small: show the values
+        else:
+            body = f"nnz={self._data.size} stored values of {self.dtype}"
+        return f"\n{body}\n<{type(self).__name__} {shape} @{self._ctx}>"

@@ -1,0 +1,277 @@
+"""``NDArray``: a dense n-d array holding one numpy array.
+
+``NDArray`` is also the base class of the sparse arrays (as in MXNet), so the
+common interface — shape/dtype/stype, conversion, copying, Python operators and
+fluent methods — lives here once. Operators are looked up lazily in
+``nets.ops`` (which imports this module), so arrays never import operators at
+module load.
+"""
+import numbers
+
+import numpy as np
+
+from ..base import ShapeError, as_dtype, check_stype, cpu, current_context
+
+_OPS = None
+
+
+def ops():
+    """The ``nets.ops`` namespace (imported on first use: ops depend on arrays)."""
+    global _OPS
+    if _OPS is None:
+        from .. import ops as _ops
+        _OPS = _ops
+    return _OPS
+
+
+def _binary(name, reflected=False):
+    def method(self, other):
+        fn = getattr(ops(), name)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _inplace(name):
+    def method(self, other):
+        self._assign(getattr(ops(), name)(self, other))
+        return self
+    return method
+
+
+def _fluent(name):
+    def method(self, *args, **kwargs):
+        return getattr(ops(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Fluent form of ``nets.nd.{name}(self, ...)``."
+    return method
+
+
+class NDArray:
+    """A dense array on a device (only the CPU today).
+
+    Create with ``nets.nd.array``/``zeros``/...; ``asnumpy()`` returns a copy.
+    Basic indexing returns views that share memory, as numpy (and MXNet) do.
+    """
+
+    stype = "default"
+    __array_priority__ = 1000.0  # numpy defers `ndarray op NDArray` to our reflected ops
+
+    def __init__(self, data, ctx=None):
+        if not isinstance(data, np.ndarray):
+            raise TypeError(f"NDArray wraps a numpy.ndarray, got {type(data).__name__}; "
+                            f"use nets.nd.array(...) to convert")
+        self._np = data
+        self._init_meta(ctx)
+
+    def _init_meta(self, ctx):
+        self._ctx = cpu() if ctx is None else ctx
+        self._grad = None
+        self._grad_req = "null"
+        self._node = None  # the autograd node that produced this array, if recorded
+
+    # -- attributes ------------------------------------------------------
+    @property
+    def shape(self):
+        return self._np.shape
+
+    @property
+    def dtype(self):
+        return self._np.dtype
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def T(self):
+        """Transpose (reverses the axes)."""
+        return ops().transpose(self)
+
+    @property
+    def grad(self):
+        """The gradient buffer attached by ``attach_grad`` (None if none)."""
+        return self._grad
+
+    @property
+    def nbytes(self):
+        """Bytes held by this array's buffers."""
+        return self._np.nbytes
+
+    # -- conversion --------------------------------------------------------
+    def asnumpy(self):
+        """A numpy copy of the values (densifies a sparse array)."""
+        return np.array(self._np, copy=True)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._np if dtype is None else self._np.astype(dtype)
+
+    def asscalar(self):
+        """The single value of a size-1 array as a Python scalar."""
+        if self.size != 1:
+            raise ShapeError(f"asscalar() needs an array of size 1, this one has shape {self.shape}")
+        return self.asnumpy().reshape(-1)[0].item()
+
+    def item(self):
+        """Same as ``asscalar``."""
+        return self.asscalar()
+
+    def tostype(self, stype):
+        """A copy in storage type ``stype`` (``'default'``, ``'csr'``, ``'row_sparse'``)."""
+        return ops().cast_storage(self, stype=check_stype(stype))
+
+    def astype(self, dtype, copy=True):
+        """Values cast to ``dtype``; with ``copy=False`` returns self when it already matches."""
+        dtype = as_dtype(dtype)
+        if not copy and dtype == self.dtype:
+            return self
+        return self._with_dtype(dtype)
+
+    def _with_dtype(self, dtype):
+        return NDArray(self._np.astype(dtype), self._ctx)
+
+    def copy(self):
+        """A deep copy with the same storage type."""
+        return self._with_dtype(self.dtype)
+
+    def copyto(self, other):
+        """Copy into ``other`` (an array, whose storage type is kept) or onto a ``Context``."""
+        if isinstance(other, NDArray):
+            other[:] = self
+            return other
+        out = self.copy()
+        out._ctx = current_context(other)
+        return out
+
+    def as_in_context(self, context):
+        """This array on ``context`` (self when already there)."""
+        context = current_context(context)
+        if context == self._ctx:
+            return self
+        out = self.copy()
+        out._ctx = context
+        return out
+
+    def wait_to_read(self):
+        """No-op: nets computes synchronously."""
+
+    def detach(self):
+        """This array's values, cut from the autograd graph (shares memory)."""
+        return NDArray(self._np, self._ctx)
+
+    # -- assignment ----------------------------------------------------------
+    def __setitem__(self, key, value):
+        if isinstance(value, NDArray):
+            if value.stype != "default":
+                if not (isinstance(key, slice) and key == slice(None)):
+                    value = value.asnumpy()  # partial assignment needs the dense rows
+                else:
+                    self._check_same_shape(value, "value")
+                    self._np[...] = 0
+                    value._scatter_into(self._np)
+                    return
+            else:
+                value = value._np
+        self._np[key] = value
+
+    def _check_same_shape(self, value, name):
+        if tuple(value.shape) != tuple(self.shape):
+            raise ShapeError(f"{name} has shape {tuple(value.shape)}, expected {self.shape}")
+
+    def _assign(self, result):
+        """Make self hold ``result``'s values, keeping self's storage type (in-place ops)."""
+        self[:] = result
+
+    def __getitem__(self, key):
+        if isinstance(key, NDArray):
+            key = key._np
+        elif isinstance(key, tuple):
+            key = tuple(k._np if isinstance(k, NDArray) else k for k in key)
+        out = self._np[key]
+        return NDArray(out if isinstance(out, np.ndarray) else np.asarray(out), self._ctx)
+
+    # -- Python protocol -------------------------------------------------------
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"the truth value of an array with shape {self.shape} is ambiguous")
+        return bool(self.asscalar())
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        if not np.issubdtype(self.dtype, np.integer):
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self.asscalar())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        body = np.array2string(self._np, threshold=200, edgeitems=3, separator=" ")
+        shape = "x".join(str(d) for d in self.shape) or "scalar"
+        return f"\n{body}\n<{type(self).__name__} {shape} @{self._ctx}>"
+
+    def _scatter_into(self, dense):
+        """Write own values into the numpy array ``dense`` (sparse classes override)."""
+        dense[...] = self._np
+
+    # Python operators: nets.ops' broadcasting functions accept scalars on either side.
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("divide"), _binary("divide", True)
+    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __lt__, __le__ = _binary("lesser"), _binary("lesser_equal")
+    __iadd__, __isub__ = _inplace("add"), _inplace("subtract")
+    __imul__, __itruediv__ = _inplace("multiply"), _inplace("divide")
+
+    def __neg__(self):
+        return ops().negative(self)
+
+    def __abs__(self):
+        return ops().abs(self)
+
+    def reshape(self, *shape, **kwargs):
+        """Reshape; accepts ``reshape(2, 3)`` or ``reshape((2, 3))`` (MXNet codes 0, -1 too)."""
+        if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+            shape = shape[0]
+        if shape:
+            kwargs["shape"] = tuple(shape)
+        return ops().reshape(self, **kwargs)
+
+
+_FLUENT_METHODS = (
+    "transpose", "flatten", "expand_dims", "broadcast_to", "slice", "slice_axis", "take",
+    "split", "one_hot", "sum", "mean", "max", "min", "norm", "argmax", "abs", "sign", "sqrt",
+    "square", "exp", "log", "log1p", "expm1", "relu", "sigmoid", "tanh", "softsign", "clip",
+    "round", "floor", "ceil", "softmax", "log_softmax", "zeros_like", "ones_like",
+)
+for _name in _FLUENT_METHODS:
+    setattr(NDArray, _name, _fluent(_name))
+del _name
+
+__all__ = ["NDArray"]

@@ -1,0 +1,76 @@
+"""``RowSparseNDArray``: an n-d array whose non-zero rows (slices along axis 0) are stored.
+
+Canonical form, guaranteed by construction: ``indices`` is int64, sorted and
+unique, and ``data[k]`` is row ``indices[k]``. Kernels rely on it.
+"""
+import numpy as np
+
+from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
+from .base_sparse import BaseSparseNDArray
+
+
+def _check_rsp(data, indices, shape, full_check=True):
+    if len(shape) < 1:
+        raise ShapeError("a row_sparse array needs at least one dimension")
+    if indices.ndim != 1:
+        raise ShapeError(f"indices must be 1-D, got shape {indices.shape}")
+    if data.shape != (len(indices),) + tuple(shape[1:]):
+        raise ShapeError(f"data has shape {data.shape}; with {len(indices)} indices and "
+                         f"shape={tuple(shape)} it must be {(len(indices),) + tuple(shape[1:])}")
+    if not full_check or indices.size == 0:
+        return
+    bad = np.flatnonzero((indices < 0) | (indices >= shape[0]))
+    if bad.size:
+        raise SparseFormatError(f"row index indices[{bad[0]}]={indices[bad[0]]} is out of range "
+                                f"for {shape[0]} rows")
+    bad = np.flatnonzero(np.diff(indices) <= 0)
+    if bad.size:
+        k = bad[0]
+        what = "duplicate" if indices[k] == indices[k + 1] else "unsorted"
+        raise SparseFormatError(f"row_sparse indices must be sorted and unique: {what} at "
+                                f"indices[{k}]={indices[k]}, indices[{k + 1}]={indices[k + 1]}")
+
+
+def dense_to_rsp_parts(a):
+    """``(data, indices)`` of the rows of numpy ``a`` that hold a non-zero."""
+    keep = np.flatnonzero(np.any(a != 0, axis=tuple(range(1, a.ndim))))
+    return a[keep], keep.astype(INDEX_DTYPE)
+
+
+def check_rsp_parts(data, indices, shape):
+    """Validate user-given ``(data, indices)`` for ``shape``; return them normalised."""
+    indices = np.asarray(indices)
+    if indices.size and not np.issubdtype(indices.dtype, np.integer):
+        if not np.all(np.mod(indices, 1) == 0):
+            raise SparseFormatError(f"indices must be whole numbers, got {indices[:5]}...")
+    indices = indices.astype(INDEX_DTYPE, copy=False).reshape(-1)
+    _check_rsp(data, indices, shape)
+    return data, indices
+
+
+class RowSparseNDArray(BaseSparseNDArray):
+    """Rows ``indices`` (sorted unique int64) of an array of ``shape``; ``data`` holds them.
+
+    Build with ``nets.nd.sparse.row_sparse_array``; the constructor trusts its
+    (already validated) buffers.
+    """
+
+    stype = "row_sparse"
+    _parts = ("_indices",)
+
+    def __init__(self, data, indices, shape, ctx=None):
+        self._init_meta(ctx)
+        self._data, self._indices = data, indices
+        self._shape = tuple(shape)
+
+    _validate = staticmethod(_check_rsp)
+
+    def _scatter_into(self, dense):
+        dense[self._indices] = self._data
+
+    def __getitem__(self, key):
+        """Only ``x[:]`` (the array itself); use ``nd.sparse.retain`` to select rows."""
+        if isinstance(key, slice) and key == slice(None):
+            return self
+        raise NetsError(f"a row_sparse array supports only x[:]; use nets.nd.sparse.retain(x, "
+                        f"row_ids) to select rows, got key {key!r}")

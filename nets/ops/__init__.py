@@ -1,0 +1,16 @@
+"""Every operator of nets, declared once per family module (see ``registry``).
+
+This namespace is what ``nets.nd`` and ``nets.nd.sparse`` re-export.
+"""
+from . import dot as _dot_mod, elemwise, nn, reduce, shape, sparse_ops, unary  # noqa: F401
+from .dot import *  # noqa: F401,F403
+from .elemwise import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403
+from .reduce import *  # noqa: F401,F403
+from .registry import OPS, Op  # noqa: F401
+from .shape import *  # noqa: F401,F403
+from .sparse_ops import *  # noqa: F401,F403
+from .unary import *  # noqa: F401,F403
+
+__all__ = sorted(set(_dot_mod.__all__ + elemwise.__all__ + nn.__all__ + reduce.__all__
+                     + shape.__all__ + sparse_ops.__all__ + unary.__all__))

@@ -1,0 +1,128 @@
+"""Helpers for testing nets code (and code built on nets): random arrays of any
+storage type and density, and comparisons that accept nets, numpy and scalars."""
+import numpy as np
+
+from .base import as_dtype, check_stype, cpu
+from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
+from .ndarray.dense import NDArray
+from .random import generator
+
+__all__ = ["rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+           "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols"]
+
+
+def default_context():
+    """The context tests run on."""
+    return cpu()
+
+
+def rand_shape_2d(dim0=10, dim1=10):
+    """A random 2-D shape with each dim in [1, dimN]."""
+    rng = generator()
+    return int(rng.integers(1, dim0 + 1)), int(rng.integers(1, dim1 + 1))
+
+
+def rand_shape_3d(dim0=10, dim1=10, dim2=10):
+    """A random 3-D shape with each dim in [1, dimN]."""
+    return rand_shape_2d(dim0, dim1) + (int(generator().integers(1, dim2 + 1)),)
+
+
+def rand_shape_nd(num_dim, dim=10):
+    """A random ``num_dim``-D shape with each dim in [1, dim]."""
+    return tuple(int(d) for d in generator().integers(1, dim + 1, size=num_dim))
+
+
+def _values(n, distribution, rng):
+    if distribution == "uniform":
+        v = rng.uniform(-1.0, 1.0, n)
+    elif distribution == "normal":
+        v = rng.normal(0.0, 1.0, n)
+    elif distribution == "powerlaw":
+        v = rng.pareto(1.5, n) + 1.0
+    else:
+        raise ValueError(f"distribution={distribution!r}: expected 'uniform', 'normal' or "
+                         f"'powerlaw'")
+    v[v == 0] = 0.5  # a stored value is never an explicit zero
+    return v
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution="uniform",
+                 ctx=None):
+    """A random array of ``shape`` and storage type ``stype``.
+
+    Each element (CSR) or row (row_sparse) is non-zero independently with
+    probability ``density`` (default 0.5 for sparse, 1 for dense): the
+    density is exact in expectation, and 0 and 1 give empty and full arrays.
+    Dense arrays with ``density < 1`` have zeros in the same pattern.
+    """
+    check_stype(stype)
+    if density is None:
+        density = 1.0 if stype == "default" else 0.5
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density={density!r} must be in [0, 1]")
+    shape = tuple(int(d) for d in shape)
+    dtype = as_dtype(dtype)
+    rng = generator()
+    if stype == "row_sparse":
+        rows = np.flatnonzero(rng.random(shape[0]) < density)
+        data = _values(len(rows) * int(np.prod(shape[1:], dtype=np.int64)), distribution, rng)
+        return row_sparse_array((data.reshape((len(rows),) + shape[1:]).astype(dtype), rows),
+                                shape=shape, ctx=ctx)
+    mask = rng.random(shape) < density
+    if stype == "csr":
+        if len(shape) != 2:
+            raise ValueError(f"a CSR array is 2-D, got shape={shape}")
+        if not mask.any():
+            return zeros_sparse("csr", shape, ctx, dtype)
+        rows, cols = np.nonzero(mask)
+        return csr_matrix((_values(len(rows), distribution, rng).astype(dtype), (rows, cols)),
+                          shape=shape, ctx=ctx)
+    dense = np.zeros(shape, dtype=dtype)
+    dense[mask] = _values(int(mask.sum()), distribution, rng)
+    return array(dense, ctx=ctx, dtype=dtype)
+
+
+def to_numpy(x):
+    """A numpy array from a nets array (densified), scipy matrix, numpy array or scalar."""
+    if isinstance(x, NDArray):
+        return x.asnumpy()
+    if type(x).__module__.startswith("scipy.sparse"):
+        return x.toarray()
+    return np.asarray(x)
+
+
+def default_tols(*arrays):
+    """(rtol, atol) suited to the least precise float dtype among ``arrays``."""
+    kinds = [to_numpy(a).dtype for a in arrays]
+    if any(k == np.float16 for k in kinds):
+        return 1e-2, 1e-3
+    if any(k == np.float32 for k in kinds):
+        return 1e-4, 1e-5
+    return 1e-7, 1e-9
+
+
+def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False):
+    """Assert ``a`` and ``b`` (nets/numpy/scipy/scalars) have equal shapes and close values.
+
+    Tolerances default to ones suited to the least precise dtype; the message
+    names the worst element.
+    """
+    x, y = to_numpy(a), to_numpy(b)
+    if x.shape != y.shape:
+        raise AssertionError(f"shape mismatch: {names[0]} {x.shape} vs {names[1]} {y.shape}")
+    drt, dat = default_tols(x, y)
+    rtol, atol = drt if rtol is None else rtol, dat if atol is None else atol
+    if np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        return
+    err = np.abs(x.astype(np.float64) - y) - rtol * np.abs(y)
+    err = np.where(np.isnan(err), np.inf, err)
+    k = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+    raise AssertionError(f"{names[0]} and {names[1]} differ (rtol={rtol}, atol={atol}): worst at "
+                         f"{k}: {names[0]}={x[k]!r}, {names[1]}={y[k]!r}; "
+                         f"{int(np.sum(~np.isclose(x, y, rtol, atol, equal_nan)))} of {x.size} "
+                         f"elements differ")
+
+
+def same(a, b):
+    """True when ``a`` and ``b`` have the same shape and exactly equal values."""
+    return np.array_equal(to_numpy(a), to_numpy(b))
