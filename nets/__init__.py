@@ -3,9 +3,9 @@
 ``import nets`` is cheap: it neither imports numba nor compiles kernels; those
 load and compile on first use (and are cached on disk).
 """
-from . import ndarray, random, test_utils  # noqa: F401
-from . import ndarray as nd  # noqa: F401
-from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context,  # noqa: F401
+from . import ndarray, random, test_utils
+from . import ndarray as nd
+from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context,
                    gpu, num_gpus)
 
 __version__ = "0.1.0"

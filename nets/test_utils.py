@@ -7,8 +7,13 @@ from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
 from .ndarray.dense import NDArray
 from .random import generator
 
-__all__ = ["rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+__all__ = ["DENSITIES", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
            "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols"]
+
+
+# The densities every sparse operator test sweeps: empty, a single non-zero row, very
+# sparse, half, full.
+DENSITIES = (0.0, "one_row", 0.01, 0.5, 1.0)
 
 
 def default_context():
@@ -53,22 +58,32 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
     Each element (CSR) or row (row_sparse) is non-zero independently with
     probability ``density`` (default 0.5 for sparse, 1 for dense): the
     density is exact in expectation, and 0 and 1 give empty and full arrays.
+    ``density="one_row"`` fills exactly one random row (axis 0) and nothing else.
     Dense arrays with ``density < 1`` have zeros in the same pattern.
     """
     check_stype(stype)
     if density is None:
         density = 1.0 if stype == "default" else 0.5
-    if not 0.0 <= density <= 1.0:
-        raise ValueError(f"density={density!r} must be in [0, 1]")
     shape = tuple(int(d) for d in shape)
     dtype = as_dtype(dtype)
     rng = generator()
+    if density == "one_row":
+        row_mask = np.zeros(shape[0], dtype=bool)
+        row_mask[rng.integers(shape[0])] = True
+    elif isinstance(density, (int, float)) and 0.0 <= density <= 1.0:
+        row_mask = rng.random(shape[0]) < density
+    else:
+        raise ValueError(f"density={density!r} must be in [0, 1] or 'one_row'")
     if stype == "row_sparse":
-        rows = np.flatnonzero(rng.random(shape[0]) < density)
+        rows = np.flatnonzero(row_mask)
         data = _values(len(rows) * int(np.prod(shape[1:], dtype=np.int64)), distribution, rng)
         return row_sparse_array((data.reshape((len(rows),) + shape[1:]).astype(dtype), rows),
                                 shape=shape, ctx=ctx)
-    mask = rng.random(shape) < density
+    if density == "one_row":
+        mask = np.zeros(shape, dtype=bool)
+        mask[row_mask] = True
+    else:
+        mask = rng.random(shape) < density
     if stype == "csr":
         if len(shape) != 2:
             raise ValueError(f"a CSR array is 2-D, got shape={shape}")

@@ -7,9 +7,9 @@ from .csr import CSRNDArray
 from .dense import NDArray
 from .row_sparse import RowSparseNDArray
 
-from ..ops import *  # noqa: E402,F401,F403  (ops import the array classes above)
-from ..ops import __all__ as _op_names  # noqa: E402
-from . import random, sparse  # noqa: E402,F401
+from ..ops import *
+from ..ops import __all__ as _op_names
+from . import random, sparse
 
 
 def waitall():
@@ -18,7 +18,7 @@ def waitall():
 
 def concatenate(arrays, axis=0):
     """``concat(*arrays, dim=axis)`` (MXNet's list-taking alias)."""
-    return concat(*arrays, dim=axis)  # noqa: F405
+    return concat(*arrays, dim=axis)
 
 
 def from_numpy(ndarray, zero_copy=True):

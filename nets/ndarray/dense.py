@@ -15,6 +15,11 @@ from ..base import ShapeError, as_dtype, check_stype, cpu, current_context
 _OPS = None
 
 
+def _autograd():
+    from .. import autograd  # autograd sits above arrays: imported on use
+    return autograd
+
+
 def ops():
     """The ``nets.ops`` namespace (imported on first use: ops depend on arrays)."""
     global _OPS
@@ -168,6 +173,17 @@ class NDArray:
     def detach(self):
         """This array's values, cut from the autograd graph (shares memory)."""
         return NDArray(self._np, self._ctx)
+
+    def attach_grad(self, grad_req="write", stype=None):
+        """Allocate a gradient buffer (of storage type ``stype``, default this array's)
+        and mark this array as a leaf that ``backward`` writes (``'write'``), adds
+        to (``'add'``) or skips (``'null'``)."""
+        _autograd().attach_grad(self, grad_req, stype)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Back-propagate from this array (``out_grad`` defaults to ones)."""
+        _autograd().backward([self], None if out_grad is None else [out_grad],
+                             retain_graph=retain_graph, train_mode=train_mode)
 
     # -- assignment ----------------------------------------------------------
     def __setitem__(self, key, value):

@@ -27,10 +27,12 @@ from ..base import NetsError, StorageFallbackWarning
 from ..ndarray.creation import array as _to_array
 from ..ndarray.dense import NDArray
 
-__all__ = ["Op", "OPS", "RECORDER", "stype_of"]
+__all__ = ["Op", "OPS", "RECORDER", "TRAINING", "stype_of"]
 
 OPS = {}
 RECORDER = contextvars.ContextVar("nets_recorder", default=None)
+# Train vs predict mode (Dropout etc.); set by nets.autograd.record/train_mode/predict_mode.
+TRAINING = contextvars.ContextVar("nets_training", default=False)
 _log = logging.getLogger("nets.storage")
 _EMPTY = inspect.Parameter.empty
 
