@@ -1,0 +1,137 @@
+"""Initializers (MXNet names): ``Zero``, ``One``, ``Constant``, ``Uniform``, ``Normal``, ``Xavier``.
+
+An initializer fills an array in place: ``init(name, arr)``. Like MXNet, the
+base class routes by parameter name: names ending in ``bias``/``beta`` get
+zeros, ``gamma`` ones, everything else the initializer's own rule, so the
+default ``Uniform(0.07)`` leaves biases at zero. Random draws come from
+``nets.random`` and are reproducible after ``nets.random.seed``.
+"""
+import numpy as np
+
+from .base import NetsError
+from .random import generator
+
+__all__ = ["Initializer", "Zero", "One", "Constant", "Uniform", "Normal", "Xavier", "create",
+           "register"]
+
+_REGISTRY = {}
+
+
+def register(cls):
+    """Make ``cls`` creatable by its lower-case name (``init.create('xavier')``)."""
+    _REGISTRY[cls.__name__.lower()] = cls
+    return cls
+
+
+class Initializer:
+    """Base class: subclasses implement ``_init_weight(name, values)`` on a numpy array."""
+
+    def __call__(self, name, arr):
+        """Fill ``arr`` (any storage type) in place; returns ``arr``."""
+        values = np.zeros(arr.shape, dtype=arr.dtype)
+        name = str(name)
+        if name.endswith(("bias", "beta", "moving_mean", "running_mean")):
+            pass  # zeros
+        elif name.endswith(("gamma", "moving_var", "running_var")):
+            values[...] = 1
+        else:
+            self._init_weight(name, values)
+        arr[:] = values  # keeps arr's storage type
+        return arr
+
+    def _init_weight(self, name, values):
+        raise NotImplementedError
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+
+@register
+class Zero(Initializer):
+    """All zeros."""
+
+    def _init_weight(self, name, values):
+        values[...] = 0
+
+
+@register
+class One(Initializer):
+    """All ones."""
+
+    def _init_weight(self, name, values):
+        values[...] = 1
+
+
+@register
+class Constant(Initializer):
+    """Every element set to ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def _init_weight(self, name, values):
+        values[...] = self.value
+
+
+@register
+class Uniform(Initializer):
+    """Samples from U(-scale, scale) (MXNet's default weight initializer with scale 0.07)."""
+
+    def __init__(self, scale=0.07):
+        self.scale = scale
+
+    def _init_weight(self, name, values):
+        values[...] = generator().uniform(-self.scale, self.scale, values.shape)
+
+
+@register
+class Normal(Initializer):
+    """Samples from N(0, sigma**2)."""
+
+    def __init__(self, sigma=0.01):
+        self.sigma = sigma
+
+    def _init_weight(self, name, values):
+        values[...] = generator().normal(0.0, self.sigma, values.shape)
+
+
+@register
+class Xavier(Initializer):
+    """Glorot initialisation: scale = sqrt(magnitude / factor) with factor the fan-in,
+    fan-out or their mean (``factor_type`` 'in'/'out'/'avg'), uniform or gaussian."""
+
+    def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
+        if rnd_type not in ("uniform", "gaussian"):
+            raise NetsError(f"Xavier: rnd_type={rnd_type!r}, expected 'uniform' or 'gaussian'")
+        if factor_type not in ("avg", "in", "out"):
+            raise NetsError(f"Xavier: factor_type={factor_type!r}, expected 'avg', 'in' or 'out'")
+        self.rnd_type, self.factor_type, self.magnitude = rnd_type, factor_type, magnitude
+
+    def _init_weight(self, name, values):
+        if values.ndim < 2:
+            raise NetsError(f"Xavier needs a parameter with at least 2 dimensions; {name!r} "
+                            f"has shape {values.shape}")
+        receptive = int(np.prod(values.shape[2:], dtype=np.int64))
+        fan_out, fan_in = values.shape[0] * receptive, values.shape[1] * receptive
+        factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
+        scale = np.sqrt(self.magnitude / factor)
+        rng = generator()
+        values[...] = (rng.uniform(-scale, scale, values.shape) if self.rnd_type == "uniform"
+                       else rng.normal(0.0, scale, values.shape))
+
+
+_ALIASES = {"zeros": "zero", "ones": "one"}
+
+
+def create(init, **kwargs):
+    """An initializer from an instance (returned as is), or a name such as ``'zeros'``,
+    ``'ones'``, ``'uniform'``, ``'normal'``, ``'xavier'`` (kwargs go to its constructor)."""
+    if isinstance(init, Initializer):
+        return init
+    if isinstance(init, str):
+        key = _ALIASES.get(init.lower(), init.lower())
+        if key in _REGISTRY:
+            return _REGISTRY[key](**kwargs)
+    raise NetsError(f"init={init!r} is not an initializer; use one of {sorted(_REGISTRY)} or "
+                    f"'zeros'/'ones', or an Initializer instance")
