@@ -1,0 +1,233 @@
+"""``Block`` and ``HybridBlock`` (MXNet Gluon's).
+
+Children and parameters register by attribute assignment (``self.fc = Dense(4)``,
+``self.weight = Parameter(...)``) and by ``self.params.get(...)`` inside
+``with self.name_scope():`` (the MXNet tutorial style). Names follow MXNet 1.x:
+a block is named after its class and a counter (``dense0``), its parameters
+``dense0_weight``; saved files use structural names (``0.weight``), stable
+across runs.
+"""
+import threading
+from collections import OrderedDict
+
+from ..base import NetsError, ShapeError
+from ..serialization import load_arrays, save_arrays
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Block", "HybridBlock"]
+
+
+class _Scope:
+    """Naming scope: the block whose ``name_scope()`` is open, and name counters."""
+
+    _local = threading.local()
+    _global_counts = {}
+
+    @classmethod
+    def current(cls):
+        return getattr(cls._local, "block", None)
+
+    @classmethod
+    def make_prefix(cls, prefix, alias):
+        parent = cls.current()
+        if prefix is not None:
+            return prefix if parent is None else parent.prefix + prefix
+        counts = cls._global_counts if parent is None else parent._child_counts
+        n = counts.get(alias, 0)
+        counts[alias] = n + 1
+        return (parent.prefix if parent is not None else "") + f"{alias}{n}_"
+
+
+class _NameScope:
+    def __init__(self, block):
+        self._block, self._saved = block, None
+
+    def __enter__(self):
+        self._saved = _Scope.current()
+        _Scope._local.block = self._block
+        return self
+
+    def __exit__(self, *exc):
+        _Scope._local.block = self._saved
+
+
+class Block:
+    """Base class of layers and models: override ``forward(*args)``."""
+
+    def __init__(self, prefix=None, params=None):
+        object.__setattr__(self, "_children", OrderedDict())
+        object.__setattr__(self, "_reg_params", OrderedDict())
+        self._child_counts = {}
+        self._prefix = _Scope.make_prefix(prefix, type(self).__name__.lower())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._params = ParameterDict(self._prefix, shared=params)
+
+    # -- naming / registration -----------------------------------------------------
+    @property
+    def prefix(self):
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def params(self):
+        """This block's own ``ParameterDict`` (not its children's)."""
+        return self._params
+
+    def name_scope(self):
+        """``with self.name_scope():`` — blocks and parameters created inside get this
+        block's prefix."""
+        return _NameScope(self)
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if value.name not in self._params and not value.name.startswith(self._prefix):
+                value.name = self._prefix + value.name
+            self._params._add(value)
+            self._reg_params[name] = value
+        object.__setattr__(self, name, value)
+
+    def register_child(self, block, name=None):
+        """Register ``block`` as a child (under ``name``, default its index)."""
+        self._children[name if name is not None else str(len(self._children))] = block
+
+    def collect_params(self, select=None):
+        """A ``ParameterDict`` of this block's and all descendants' parameters,
+        optionally only the names matching regex ``select`` (e.g. ``'.*weight'``)."""
+        out = ParameterDict(self._prefix)
+        out.update(self._params)
+        for child in self._children.values():
+            out.update(child.collect_params())
+        return out if select is None else out.select(select)
+
+    def _structural_params(self, prefix=""):
+        """``{'0.weight': param, 'fc.bias': param, ...}``: names from the block tree."""
+        out = {prefix + name: p for name, p in self._reg_params.items()}
+        for p in self._params.values():  # params.get(...) ones not bound to an attribute
+            if p not in out.values():
+                out[prefix + p.name[len(self._prefix):]] = p
+        for cname, child in self._children.items():
+            out.update(child._structural_params(f"{prefix}{cname}."))
+        return out
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialize all parameters (``init`` defaults to ``Uniform(0.07)``; biases zero)."""
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def zero_grad(self):
+        """Reset all gradients."""
+        self.collect_params().zero_grad()
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted for MXNet code; executes imperatively (no symbolic backend yet)."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Cast every parameter to ``dtype``."""
+        for p in self.collect_params().values():
+            p.cast(dtype)
+
+    def save_parameters(self, filename):
+        """Save parameters (sparse ones as sparse) to ``filename`` (``.npz``)."""
+        params = self._structural_params()
+        save_arrays(filename, {k: p.data() for k, p in params.items()},
+                    {"kind": "parameters", "names": {k: p.name for k, p in params.items()}})
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Load parameters saved by ``save_parameters``; shapes must match exactly."""
+        arrays, _ = load_arrays(filename)
+        params = self._structural_params()
+        missing = sorted(set(params) - set(arrays))
+        extra = sorted(set(arrays) - set(params))
+        if missing and not allow_missing:
+            raise NetsError(f"{filename}: no values for parameters {missing} "
+                            f"(pass allow_missing=True to keep their current values)")
+        if extra and not ignore_extra:
+            raise NetsError(f"{filename}: holds parameters {extra} that this block does not "
+                            f"have (pass ignore_extra=True to skip them)")
+        for name, p in params.items():
+            if name not in arrays:
+                continue
+            value = arrays[name]
+            if p.shape is not None and len(p.shape) == len(value.shape) and not all(
+                    d in (0, v) for d, v in zip(p.shape, value.shape)):
+                raise ShapeError(f"{filename}: parameter {name!r} has shape {value.shape} in "
+                                 f"the file but {p.shape} in the block")
+            p.set_data(value)
+
+    # -- calling -----------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args):
+        """Override to define the computation."""
+        raise NotImplementedError(f"{type(self).__name__} must implement forward()")
+
+    def summary(self, *inputs):
+        """Print each parameter's shape, storage types, and the bytes of its weight and
+        gradient, measured after one forward/backward pass on ``inputs`` (gradients are
+        reset afterwards). This is the MXNet sparse tutorial's memory table, built in."""
+        from .. import autograd
+        with autograd.record():
+            outputs = self(*inputs)
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        autograd.backward(outputs)
+        rows = []
+        for name, p in self._structural_params().items():
+            data = p.data()
+            grad = data.grad
+            rows.append((name, str(p.shape), p.stype, p.grad_stype if grad is not None else "-",
+                         data.nbytes, grad.nbytes if grad is not None else 0))
+        self.zero_grad()
+        header = ("Parameter", "Shape", "stype", "grad stype", "Weight bytes", "Grad bytes")
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]
+        line = "  ".join(f"{{:<{w}}}" if i < 4 else f"{{:>{w}}}" for i, w in enumerate(widths))
+        print(line.format(*header))
+        for r in rows:
+            print(line.format(*r))
+        print(f"Total: {sum(r[4] for r in rows):,} weight bytes, {sum(r[5] for r in rows):,} "
+              f"gradient bytes; outputs {[tuple(o.shape) for o in outputs]}")
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}("]
+        for name, child in self._children.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + "\n)" if self._children else f"{type(self).__name__}()"
+
+
+class HybridBlock(Block):
+    """A block whose computation is ``hybrid_forward(F, x, *args, **params)`` with ``F``
+    the ``nets.nd`` namespace and ``params`` this block's parameter arrays by attribute
+    name. Unknown parameter shapes are filled by ``infer_shape(x, *args)`` (override it
+    in layers that support deferred initialization) on the first call."""
+
+    def forward(self, x, *args):
+        from .. import nd
+        return self.hybrid_forward(nd, x, *args, **self._param_arrays(x, *args))
+
+    def _param_arrays(self, *inputs):
+        pending = [p for p in self._reg_params.values() if p._data is None]
+        if pending:
+            if any(p._deferred is not None for p in pending):
+                self.infer_shape(*inputs)
+            for p in pending:
+                p._finish_deferred_init()
+                p._check_initialized()
+        return {name: p._data for name, p in self._reg_params.items()}
+
+    def infer_shape(self, *args):
+        """Set unknown parameter shapes from the inputs (layers override this)."""
+        unknown = [p.name for p in self._reg_params.values() if p._deferred is not None]
+        raise NetsError(f"{type(self).__name__} cannot infer the shapes of {unknown}; give "
+                        f"the full shape when creating them")
+
+    def hybrid_forward(self, F, x, *args, **params):
+        """Override to define the computation with ``F`` = ``nets.nd``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")

@@ -1,0 +1,325 @@
+"""``Parameter`` and ``ParameterDict`` (MXNet Gluon's, sparse-aware).
+
+A parameter holds one array of storage type ``stype`` ('default' or
+'row_sparse') and, unless ``grad_req='null'``, a gradient of storage type
+``grad_stype``. Sparse gradients do not require sparse weights: a dense weight
+with a row_sparse gradient is the common, first-class case.
+"""
+import re
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import init as init_mod
+from ..base import NetsError, ShapeError, as_dtype, current_context
+from ..ndarray.creation import array, zeros_sparse
+
+__all__ = ["Parameter", "ParameterDict", "DeferredInitializationError"]
+
+_GRAD_REQS = ("write", "add", "null")
+
+
+class DeferredInitializationError(NetsError):
+    """A parameter's data was requested before its deferred initialization ran."""
+
+
+def _shape_known(shape):
+    return shape is not None and all(d > 0 for d in shape)
+
+
+class Parameter:
+    """A weight of a block: ``Parameter(name, grad_req='write', shape=None, dtype='float32',
+    lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
+    stype='default', grad_stype='default')``.
+
+    A dimension of 0 (or -1) in ``shape`` is unknown until the first forward pass
+    (deferred initialization). ``stype='row_sparse'`` stores the weight as rows;
+    ``grad_stype='row_sparse'`` makes backward deliver only the touched rows.
+    """
+
+    def __init__(self, name, grad_req="write", shape=None, dtype="float32", lr_mult=1.0,
+                 wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
+                 stype="default", grad_stype="default"):
+        for arg, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse"):
+                raise NetsError(f"Parameter {name!r}: {arg}={value!r}; expected 'default' or "
+                                f"'row_sparse'")
+        if stype == "row_sparse" and grad_stype != "row_sparse":
+            raise NetsError(f"Parameter {name!r}: a row_sparse weight needs "
+                            f"grad_stype='row_sparse' (got {grad_stype!r})")
+        self.name = name
+        self._shape = None if shape is None else self._as_shape(shape)
+        self.dtype = as_dtype(dtype)
+        self.lr_mult, self.wd_mult = lr_mult, wd_mult
+        self.init = init
+        self.allow_deferred_init = allow_deferred_init
+        self._differentiable = differentiable
+        self.stype, self.grad_stype = stype, grad_stype
+        self._grad_req = self._check_grad_req(grad_req if differentiable else "null")
+        self._data = None
+        self._deferred = None  # (initializer, ctx) waiting for a known shape
+
+    @staticmethod
+    def _as_shape(shape):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        return tuple(0 if int(d) < 0 else int(d) for d in shape)
+
+    def _check_grad_req(self, req):
+        if req not in _GRAD_REQS:
+            raise NetsError(f"Parameter {self.name!r}: grad_req={req!r}; expected one of "
+                            f"{_GRAD_REQS}")
+        return req
+
+    def __repr__(self):
+        return (f"Parameter {self.name} (shape={self.shape}, dtype={self.dtype.name}, "
+                f"stype={self.stype}, grad_stype={self.grad_stype})")
+
+    # -- shape -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self._shape
+
+    @shape.setter
+    def shape(self, new):
+        new = self._as_shape(new)
+        if self._shape is not None:
+            ok = len(new) == len(self._shape) and all(
+                o == 0 or o == n for o, n in zip(self._shape, new))
+            if not ok:
+                raise ShapeError(f"Parameter {self.name!r}: shape {new} is incompatible with "
+                                 f"the declared shape {self._shape}")
+        self._shape = new
+
+    # -- grad_req ------------------------------------------------------------------
+    @property
+    def grad_req(self):
+        return self._grad_req
+
+    @grad_req.setter
+    def grad_req(self, req):
+        req = self._check_grad_req(req)
+        if not self._differentiable:
+            req = "null"
+        self._grad_req = req
+        if self._data is not None:
+            self._attach_grad()
+
+    def _attach_grad(self):
+        if self._grad_req == "null":
+            self._data._grad, self._data._grad_req = None, "null"
+        else:
+            self._data.attach_grad(self._grad_req, stype=self.grad_stype)
+
+    # -- initialization ---------------------------------------------------------------
+    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
+        """Allocate and fill the data (and gradient). The initializer is ``init``, else
+        the parameter's own ``init``, else ``default_init`` (``Uniform(0.07)``).
+        With an unknown shape and ``allow_deferred_init`` this waits for the first forward."""
+        if self._data is not None and not force_reinit:
+            warnings.warn(f"Parameter {self.name!r} is already initialized; pass "
+                          f"force_reinit=True to re-initialize", stacklevel=2)
+            return
+        chosen = init if init is not None else self.init
+        if chosen is None:
+            chosen = default_init if default_init is not None else init_mod.Uniform()
+        ctx = current_context(ctx[0] if isinstance(ctx, (list, tuple)) else ctx)
+        if not _shape_known(self._shape):
+            if not self.allow_deferred_init:
+                raise NetsError(f"cannot initialize Parameter {self.name!r}: its shape "
+                                f"{self._shape} is unknown and allow_deferred_init is False")
+            self._data, self._deferred = None, (chosen, ctx)
+            return
+        self._init_impl(chosen, ctx)
+
+    def _init_impl(self, initializer, ctx):
+        data = zeros_sparse(self.stype, self._shape, ctx, self.dtype)
+        init_mod.create(initializer)(self.name, data)
+        self._data, self._deferred = data, None
+        self._attach_grad()
+
+    def _finish_deferred_init(self):
+        if self._deferred is None:
+            return
+        if not _shape_known(self._shape):
+            raise DeferredInitializationError(
+                f"Parameter {self.name!r}: shape {self._shape} is still unknown after the "
+                f"block inferred shapes")
+        self._init_impl(*self._deferred)
+
+    def _check_initialized(self):
+        if self._data is not None:
+            return
+        if self._deferred is not None:
+            raise DeferredInitializationError(
+                f"Parameter {self.name!r} has not been initialized yet: its initialization "
+                f"was deferred until the first forward pass infers its shape {self._shape}")
+        raise NetsError(f"Parameter {self.name!r} has not been initialized; call "
+                        f"block.initialize() (or param.initialize()) first")
+
+    # -- access ---------------------------------------------------------------------
+    def data(self, ctx=None):
+        """The parameter's array (its storage type is ``stype``)."""
+        self._check_initialized()
+        return self._data
+
+    def list_data(self):
+        """``[data()]`` (one device)."""
+        return [self.data()]
+
+    def grad(self, ctx=None):
+        """The gradient array (storage type ``grad_stype``)."""
+        self._check_initialized()
+        if self._data.grad is None:
+            raise NetsError(f"Parameter {self.name!r} has no gradient (grad_req='null')")
+        return self._data.grad
+
+    def list_grad(self):
+        """``[grad()]`` (one device)."""
+        return [self.grad()]
+
+    def list_ctx(self):
+        """The contexts the data lives on."""
+        if self._data is None and self._deferred is not None:
+            return [self._deferred[1]]
+        self._check_initialized()
+        return [self._data.context]
+
+    def row_sparse_data(self, row_id):
+        """The rows ``row_id`` of a row_sparse parameter, as a row_sparse array."""
+        self._check_initialized()
+        if self.stype != "row_sparse":
+            raise NetsError(f"row_sparse_data() needs a row_sparse Parameter; {self.name!r} "
+                            f"has stype={self.stype!r}: use data()")
+        from ..ops import retain
+        return retain(self._data, row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """``[row_sparse_data(row_id)]`` (one device)."""
+        return [self.row_sparse_data(row_id)]
+
+    def set_data(self, data):
+        """Replace the values (the storage type stays ``stype``)."""
+        data = data if hasattr(data, "stype") else array(data, dtype=self.dtype)
+        if self._data is None:
+            self.shape = data.shape
+            pending = self._deferred
+            self._init_impl(init_mod.Zero(), pending[1] if pending else None)
+        self._data[:] = data
+
+    def zero_grad(self):
+        """Reset the gradient to zero (a row_sparse gradient becomes empty)."""
+        if self._data is None or self._data.grad is None:
+            return
+        g = self._data.grad
+        g[:] = zeros_sparse(g.stype, g.shape, g.context, g.dtype)
+
+    def cast(self, dtype):
+        """Cast data (and gradient) to ``dtype``."""
+        self.dtype = as_dtype(dtype)
+        if self._data is not None:
+            self._data = self._data.astype(self.dtype)
+            self._attach_grad()
+
+    def reset_ctx(self, ctx):
+        """Move to ``ctx`` (only the CPU exists: checks and keeps the data)."""
+        current_context(ctx[0] if isinstance(ctx, (list, tuple)) else ctx)
+
+
+class ParameterDict:
+    """An ordered ``{name: Parameter}`` whose ``get`` creates ``prefix + name`` on demand."""
+
+    def __init__(self, prefix="", shared=None):
+        self._prefix = prefix
+        self._params = OrderedDict()
+        self._shared = shared
+
+    @property
+    def prefix(self):
+        return self._prefix
+
+    def __getitem__(self, key):
+        return self._params[key]
+
+    def __contains__(self, key):
+        return key in self._params
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self):
+        return len(self._params)
+
+    def keys(self):
+        return self._params.keys()
+
+    def values(self):
+        return self._params.values()
+
+    def items(self):
+        return self._params.items()
+
+    def __repr__(self):
+        body = "\n".join(f"  {p!r}" for p in self._params.values())
+        return f"{self._prefix}(\n{body}\n)"
+
+    def get(self, name, **kwargs):
+        """The parameter ``prefix + name``, created with ``kwargs`` if it does not exist
+        (an existing one must agree with the given attributes)."""
+        full = self._prefix + name
+        param = self._params.get(full)
+        if param is None and self._shared is not None and full in self._shared:
+            param = self._params[full] = self._shared[full]
+        if param is None:
+            param = self._params[full] = Parameter(full, **kwargs)
+            return param
+        for k, v in kwargs.items():
+            if k == "shape" and v is not None:
+                param.shape = v
+            elif hasattr(param, k) and v is not None and getattr(param, k) != v \
+                    and k not in ("init",):
+                raise NetsError(f"Parameter {full!r} exists with {k}={getattr(param, k)!r}, "
+                                f"requested {v!r}")
+        return param
+
+    def _add(self, param):
+        existing = self._params.get(param.name)
+        if existing is not None and existing is not param:
+            raise NetsError(f"two different parameters are named {param.name!r}")
+        self._params[param.name] = param
+
+    def update(self, other):
+        """Add every parameter of ``other`` (a ParameterDict)."""
+        for p in other.values():
+            self._add(p)
+
+    def select(self, pattern):
+        """A new ParameterDict with the parameters whose name matches regex ``pattern``."""
+        out = ParameterDict(self._prefix)
+        regex = re.compile(pattern)
+        for p in self._params.values():
+            if regex.match(p.name):
+                out._add(p)
+        return out
+
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialize every parameter; ``init`` is the default for those without their own."""
+        for p in self._params.values():
+            if verbose:
+                print(f"initializing {p.name}")
+            p.initialize(None, ctx, default_init=init, force_reinit=force_reinit)
+
+    def zero_grad(self):
+        """Reset every gradient."""
+        for p in self._params.values():
+            p.zero_grad()
+
+    def setattr(self, name, value):
+        """Set attribute ``name`` (e.g. ``grad_req``, ``lr_mult``) on every parameter."""
+        for p in self._params.values():
+            setattr(p, name, value)
+
+    def reset_ctx(self, ctx):
+        """Move every parameter to ``ctx``."""
+        for p in self._params.values():
+            p.reset_ctx(ctx)

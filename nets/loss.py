@@ -1,0 +1,149 @@
+"""Losses (MXNet Gluon's): each returns one value per sample, shape ``(batch,)``.
+
+Every loss is composed of operators, so its gradient comes from their vjps. A
+label of shape ``(batch,)`` is reshaped to predictions of shape ``(batch, 1)``
+(same size), as in Gluon. ``weight`` scales the loss; ``sample_weight`` (an
+array broadcastable to the loss) weights individual samples.
+"""
+from .base import ShapeError
+from .layers.block import HybridBlock
+
+__all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
+           "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "LogisticLoss", "HingeLoss", "HuberLoss"]
+
+
+def _reshape_like(label, pred):
+    if label.shape == pred.shape:
+        return label
+    if label.size != pred.size:
+        raise ShapeError(f"label has shape {label.shape} and pred {pred.shape}: sizes differ")
+    return label.reshape(pred.shape)
+
+
+class Loss(HybridBlock):
+    """Base class: ``weight`` (a global scale) and ``batch_axis``."""
+
+    def __init__(self, weight=None, batch_axis=0, prefix=None):
+        super().__init__(prefix=prefix)
+        self._weight, self._batch_axis = weight, batch_axis
+
+    def _finish(self, F, loss, sample_weight):
+        """Apply the weights, then average over every axis but the batch axis."""
+        if sample_weight is not None:
+            loss = F.broadcast_mul(loss, sample_weight)
+        if self._weight is not None:
+            loss = loss * self._weight
+        if loss.ndim == 1:
+            return loss
+        axes = tuple(a for a in range(loss.ndim) if a != self._batch_axis % loss.ndim)
+        return F.mean(loss, axis=axes)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        return self._finish(F, self._loss(F, pred, label), sample_weight)
+
+    def _loss(self, F, pred, label):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+
+class L2Loss(Loss):
+    """``weight/2 * (pred - label)**2`` (MXNet's default weight 1 keeps the 1/2)."""
+
+    def __init__(self, weight=1.0, batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+
+    def _loss(self, F, pred, label):
+        return F.square(pred - _reshape_like(label, pred)) * 0.5
+
+
+class L1Loss(Loss):
+    """``|pred - label|``."""
+
+    def __init__(self, weight=None, batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+
+    def _loss(self, F, pred, label):
+        return F.abs(pred - _reshape_like(label, pred))
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """Binary cross-entropy of labels in {0, 1}. With ``from_sigmoid=False`` (default)
+    ``pred`` are logits and the loss is the stable ``max(x,0) - x*y + log1p(exp(-|x|))``."""
+
+    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+        self._from_sigmoid = from_sigmoid
+
+    def _loss(self, F, pred, label):
+        label = _reshape_like(label, pred)
+        if not self._from_sigmoid:
+            return F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
+        eps = 1e-12
+        return -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """Cross-entropy of ``softmax(pred, axis)``; ``sparse_label`` labels are class ids,
+    otherwise distributions; ``from_logits`` means ``pred`` is already log-softmax."""
+
+    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
+                 batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+        self._axis, self._sparse_label, self._from_logits = axis, sparse_label, from_logits
+
+    def _loss(self, F, pred, label):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        if self._sparse_label:
+            return -F.pick(pred, label, axis=self._axis, keepdims=True)
+        return -F.sum(pred * _reshape_like(label, pred), axis=self._axis, keepdims=True)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class LogisticLoss(Loss):
+    """``log(1 + exp(-pred * label))`` for labels in {-1, 1} (``label_format='signed'``)
+    or {0, 1} (``'binary'``), computed stably."""
+
+    def __init__(self, weight=None, batch_axis=0, label_format="signed", prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+        if label_format not in ("signed", "binary"):
+            raise ValueError(f"label_format={label_format!r}: expected 'signed' or 'binary'")
+        self._label_format = label_format
+
+    def _loss(self, F, pred, label):
+        label = _reshape_like(label, pred)
+        if self._label_format == "binary":
+            label = label * 2.0 - 1.0
+        margin = pred * label
+        return F.relu(-margin) + F.Activation(-F.abs(margin), act_type="softrelu")
+
+
+class HingeLoss(Loss):
+    """``max(0, margin - pred * label)`` for labels in {-1, 1}."""
+
+    def __init__(self, margin=1.0, weight=None, batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+        self._margin = margin
+
+    def _loss(self, F, pred, label):
+        return F.relu(self._margin - pred * _reshape_like(label, pred))
+
+
+class HuberLoss(Loss):
+    """Smooth L1: ``0.5/rho * d**2`` where ``|d| <= rho``, else ``|d| - rho/2``."""
+
+    def __init__(self, rho=1.0, weight=None, batch_axis=0, prefix=None):
+        super().__init__(weight, batch_axis, prefix)
+        self._rho = rho
+
+    def _loss(self, F, pred, label):
+        d = F.abs(pred - _reshape_like(label, pred))
+        return F.where(d > self._rho, d - 0.5 * self._rho, F.square(d) * (0.5 / self._rho))
+
