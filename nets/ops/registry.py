@@ -85,8 +85,8 @@ class Op:
         self.__name__ = name
         kind = inspect.Parameter
         params = ([kind(self.inputs[0], kind.VAR_POSITIONAL)] if self.variadic else
-                  [kind(i, kind.POSITIONAL_OR_KEYWORD, default=None if i in self.optional else _EMPTY)
-                   for i in self.inputs])
+                  [kind(i, kind.POSITIONAL_OR_KEYWORD,
+                        default=None if i in self.optional else _EMPTY) for i in self.inputs])
         attr_kind = kind.KEYWORD_ONLY if self.variadic else kind.POSITIONAL_OR_KEYWORD
         params += [kind(a, attr_kind, default=d) for a, d in self.attrs.items()]
         params.append(kind("out", kind.KEYWORD_ONLY, default=None))
@@ -173,6 +173,11 @@ class Op:
         if out is not None:
             outs = out if isinstance(out, (list, tuple)) else (out,)
             for o, r in zip(outs, outputs):
+                if recorder is not None:
+                    if o._grad is not None:
+                        raise NetsError(f"{self.name}: out= would overwrite an array with an "
+                                        f"attached gradient inside autograd.record()")
+                    o._node = r._node  # gradients flow through `out` like the fresh result
                 o._assign(r)  # keeps the destination's storage type
             return out
         return outputs[0] if len(outputs) == 1 else list(outputs)

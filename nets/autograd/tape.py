@@ -1,0 +1,171 @@
+"""Recording state, leaves and graph nodes.
+
+The state lives in two ``contextvars`` of the op registry (so threads and async
+tasks each see their own): ``RECORDER`` holds ``record_node`` inside
+``record()`` and None elsewhere, so an op call outside ``record()`` costs one
+``ContextVar.get``; ``TRAINING`` holds the train/predict flag.
+
+The tape is the graph itself: ``record_node`` links each output array to its
+``Node`` (``array._node = (node, k)``) and each node to where its inputs came
+from. A graph lives exactly as long as the arrays that reach it, and nodes never
+point back at the output objects (they keep views of the values), so dropping
+the last output frees its graph at once, without waiting for the cycle collector.
+"""
+import itertools
+
+from ..base import NetsError, ShapeError, check_stype
+from ..ndarray.creation import zeros
+from ..ndarray.dense import NDArray
+from ..ops.registry import RECORDER, TRAINING
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "attach_grad", "mark_variables"]
+
+GRAD_REQS = ("write", "add", "null")
+_SEQ = itertools.count()
+
+
+class Node:
+    """One recorded operator application (see the contract in ``nets.autograd``).
+
+    ``parents[i]`` says where the gradient of ``inputs[i]`` goes: ``(node, k)`` for
+    output ``k`` of a recorded node, the array itself for a leaf, None for a
+    constant. ``seq`` increases with creation, so it orders nodes topologically.
+    ``free()`` drops everything; a freed node has ``parents is None``.
+    """
+
+    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq")
+
+    def __init__(self, op, inputs, attrs, outputs, parents):
+        self.op, self.inputs, self.attrs = op, inputs, attrs
+        self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
+
+    def free(self):
+        """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
+        release = getattr(self.op, "release", None)  # custom Functions drop saved_tensors
+        if release is not None:
+            release()
+        self.op = self.inputs = self.attrs = self.outputs = self.parents = None
+
+    def __repr__(self):
+        name = "freed" if self.parents is None else getattr(self.op, "name", self.op)
+        return f"<autograd node {name} #{self.seq}>"
+
+
+def _entry(x):
+    """Where a gradient for array ``x`` goes: ``(node, k)``, the leaf ``x``, or None."""
+    if x is None:
+        return None
+    node = x._node
+    if node is not None and node[0].parents is not None:
+        return node
+    return x if x._grad is not None else None
+
+
+def record_node(op, inputs, attrs, outputs):
+    """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
+    gradient to receive, e.g. all constants: then nothing is recorded)."""
+    parents = tuple(_entry(x) for x in inputs)
+    if all(p is None for p in parents):
+        return None
+    for o in outputs:
+        if any(o is x for x in inputs):
+            raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its input "
+                            f"object as an output; while recording, outputs must be new arrays")
+    node = Node(op, inputs, attrs, tuple(o.detach() for o in outputs), parents)
+    for k, o in enumerate(outputs):
+        o._node = (node, k)
+    return node
+
+
+class _Scope:
+    """A ``with`` block setting recording and/or training (None leaves one unchanged)."""
+
+    __slots__ = ("_recording", "_training", "_tokens")
+
+    def __init__(self, recording, training):
+        self._recording, self._training = recording, training
+
+    def __enter__(self):
+        self._tokens = (
+            None if self._recording is None else RECORDER.set(
+                record_node if self._recording else None),
+            None if self._training is None else TRAINING.set(bool(self._training)))
+        return self
+
+    def __exit__(self, *exc):
+        for var, token in zip((RECORDER, TRAINING), self._tokens):
+            if token is not None:
+                var.reset(token)
+
+
+def record(train_mode=True):
+    """``with autograd.record():`` records operations for ``backward``; ``train_mode``
+    also sets ``is_training()`` (Dropout, BatchNorm) inside the block."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    """``with autograd.pause():`` stops recording inside the block (e.g. for metrics)."""
+    return _Scope(False, train_mode)
+
+
+def train_mode():
+    """``with autograd.train_mode():`` makes ``is_training()`` True; recording is unchanged."""
+    return _Scope(None, True)
+
+
+def predict_mode():
+    """``with autograd.predict_mode():`` makes ``is_training()`` False; recording is unchanged."""
+    return _Scope(None, False)
+
+
+def is_recording():
+    """True inside ``record()`` (and not inside a nested ``pause()``)."""
+    return RECORDER.get() is not None
+
+
+def is_training():
+    """True in train mode (``record()`` by default, ``train_mode()``)."""
+    return TRAINING.get()
+
+
+def set_recording(is_recording):
+    """Turn recording on or off in the current context; returns the previous state."""
+    prev = RECORDER.get() is not None
+    RECORDER.set(record_node if is_recording else None)
+    return prev
+
+
+def set_training(train_mode):
+    """Set train (True) or predict (False) mode in the current context; returns the previous."""
+    prev = TRAINING.get()
+    TRAINING.set(bool(train_mode))
+    return prev
+
+
+def attach_grad(x, grad_req="write", stype=None):
+    """Make ``x`` a leaf: allocate ``x.grad`` (zeros of storage type ``stype``, default
+    ``x.stype``; an empty array when sparse) that ``backward`` overwrites (``'write'``),
+    adds to (``'add'``) or leaves alone (``'null'``). Cuts ``x`` from any earlier graph."""
+    stype = x.stype if stype is None else check_stype(stype)
+    mark_variables([x], [zeros(x.shape, x.context, x.dtype, stype)], grad_req)
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Make each of ``variables`` a leaf whose gradient buffer is the matching array of
+    ``gradients`` (its storage type is the one ``backward`` delivers in)."""
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    if not len(variables) == len(gradients) == len(grad_reqs):
+        raise NetsError(f"mark_variables: got {len(variables)} variables, {len(gradients)} "
+                        f"gradients and {len(grad_reqs)} grad_reqs; they must match")
+    for i, (x, g, req) in enumerate(zip(variables, gradients, grad_reqs)):
+        if req not in GRAD_REQS:
+            raise NetsError(f"grad_req={req!r} is not one of {GRAD_REQS}")
+        if not isinstance(g, NDArray) or tuple(g.shape) != tuple(x.shape):
+            raise ShapeError(f"gradients[{i}] must be an array of shape {tuple(x.shape)} like "
+                             f"variables[{i}], got {getattr(g, 'shape', type(g).__name__)}")
+        x._grad, x._grad_req, x._node = g, req, None
