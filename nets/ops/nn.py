@@ -1,2 +1,245 @@
-"""(being written)"""
-__all__ = []
+"""Neural-network forward operators: FullyConnected, Embedding, Activation, softmax,
+log_softmax and Dropout (MXNet's names and arguments)."""
+import numpy as np
+
+from .. import random as _random
+from ..base import DEFAULT_DTYPE, NetsError, ShapeError, as_dtype
+from ..ndarray.dense import NDArray
+from . import unary
+from .registry import _EMPTY, TRAINING, Op
+from .sparse_ops import as_row_ids
+
+__all__ = ["FullyConnected", "Embedding", "Activation", "softmax", "log_softmax", "Dropout"]
+
+
+# -- FullyConnected ----------------------------------------------------------------------------
+
+FullyConnected = Op("FullyConnected", ("data", "weight", "bias?"),
+                    {"num_hidden": _EMPTY, "no_bias": False, "flatten": True}, doc="""\
+Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden, in_units)``.
+
+``flatten=True`` treats ``data`` as ``(batch, -1)`` (output ``(batch, num_hidden)``);
+``flatten=False`` maps the last axis (output ``data.shape[:-1] + (num_hidden,)``).
+``bias`` is required unless ``no_bias=True``. A CSR ``data`` runs the sparse
+``dot(csr, weight^T)`` kernel and is never densified. The output is dense.
+""")
+
+
+@FullyConnected.infer
+def _(data, weight, bias, num_hidden, no_bias, flatten):
+    return "default"
+
+
+def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
+    """Validate shapes; return the output shape."""
+    if weight.ndim != 2 or weight.shape[0] != num_hidden:
+        raise ShapeError(f"FullyConnected: weight has shape {weight.shape}, expected "
+                         f"(num_hidden={num_hidden}, in_units)")
+    lead = data.shape[:1] if flatten else data.shape[:-1]
+    in_units = int(np.prod(data.shape[len(lead):], dtype=np.int64))
+    if data.ndim == 0 or in_units != weight.shape[1]:
+        raise ShapeError(f"FullyConnected: data of shape {data.shape} (flatten={flatten}) has "
+                         f"{in_units} input units but weight of shape {weight.shape} expects "
+                         f"{weight.shape[1]}")
+    if (bias is None) != bool(no_bias):
+        raise NetsError(f"FullyConnected: no_bias={no_bias} but bias is "
+                        f"{'missing' if bias is None else 'given'}")
+    if bias is not None and bias.shape != (num_hidden,):
+        raise ShapeError(f"FullyConnected: bias has shape {bias.shape}, expected "
+                         f"(num_hidden={num_hidden},)")
+    return lead + (num_hidden,)
+
+
+def _fc(data, weight, bias, num_hidden, no_bias, flatten):
+    shape = _fc_check(data, weight, bias, num_hidden, no_bias, flatten)
+    if data.stype == "csr":
+        from .dot import dot  # dot.py sits beside this module; imported on use
+        y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
+    else:
+        y = data._np.reshape(int(np.prod(shape[:-1])), weight.shape[1]) @ weight._np.T
+    if bias is not None:
+        y += bias._np
+    return NDArray(y.reshape(shape), data.context)
+
+
+for _d in ("default", "csr"):
+    for _b in ("default", None):
+        FullyConnected.impl(_d, "default", _b)(_fc)
+del _d, _b
+
+
+# -- Embedding ---------------------------------------------------------------------------------
+
+Embedding = Op("Embedding", ("data", "weight"),
+               {"input_dim": _EMPTY, "output_dim": _EMPTY, "dtype": "float32",
+                "sparse_grad": False}, doc="""\
+Look up rows of ``weight`` (``(input_dim, output_dim)``): output ``data.shape + (output_dim,)``.
+
+Ids may be integers or whole-number floats; a fractional, non-finite or out-of-range id
+raises ``NetsError`` naming it and its position (MXNet silently clipped out-of-range
+ids). ``weight`` may be dense or row_sparse (absent rows read as zeros, gathered
+without densifying). The output is dense and has the weight's dtype; ``dtype`` names
+the weight dtype (as in MXNet) and ``sparse_grad=True`` makes the weight gradient
+row_sparse.
+""")
+
+
+@Embedding.infer
+def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
+    return "default"
+
+
+def _embedding_ids(data, weight, input_dim, output_dim, dtype):
+    as_dtype(dtype)
+    if weight.shape != (input_dim, output_dim):
+        raise ShapeError(f"Embedding: weight has shape {weight.shape}, expected "
+                         f"(input_dim={input_dim}, output_dim={output_dim})")
+    return as_row_ids(data._np, input_dim, "Embedding", "data")
+
+
+@Embedding.impl("default", "default")
+def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
+    ids = _embedding_ids(data, weight, input_dim, output_dim, dtype)
+    return NDArray(np.take(weight._np, ids, axis=0), data.context)
+
+
+@Embedding.impl("default", "row_sparse")
+def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
+    ids = _embedding_ids(data, weight, input_dim, output_dim, dtype).reshape(-1)
+    # Position of each id among the stored rows; ids not stored stay zero.
+    pos = np.minimum(np.searchsorted(weight._indices, ids), len(weight._indices) - 1)
+    found = np.flatnonzero(weight._indices[pos] == ids) if len(weight._indices) else pos[:0]
+    out = np.zeros((ids.size, output_dim), dtype=weight.dtype)
+    out[found] = weight._data[pos[found]]
+    return NDArray(out.reshape(data.shape + (output_dim,)), data.context)
+
+
+# -- Activation --------------------------------------------------------------------------------
+
+# Each act_type is the elementwise operator of `unary` with its storage rule (relu, tanh and
+# softsign keep a sparse stype; sigmoid and softrelu give a dense output, computed natively).
+_softrelu = unary.map_op("_softrelu", lambda x: np.logaddexp(0, x),  # = log1p(e^-|x|) + max(x, 0)
+                         doc="Elementwise log(1 + exp(x)), stable for large |x| (softplus).")
+_ACTIVATIONS = {"relu": unary.relu, "sigmoid": unary.sigmoid, "tanh": unary.tanh,
+                "softrelu": _softrelu, "softsign": unary.softsign}
+
+Activation = Op("Activation", ("data",), {"act_type": _EMPTY}, doc="""\
+Element-wise activation ``act_type``: relu, sigmoid, tanh, softrelu (log(1 + e^x)) or
+softsign (x / (1 + |x|)); the same as the operator of that name (``_softrelu``).
+
+relu, tanh and softsign map 0 to 0, so a sparse input keeps its storage type; sigmoid
+and softrelu of a sparse input give a dense output (computed from the stored values,
+without densifying the input).
+""")
+
+
+def _activation(act_type):
+    try:
+        return _ACTIVATIONS[act_type]
+    except (KeyError, TypeError):
+        raise NetsError(f"Activation: act_type={act_type!r} is not one of "
+                        f"{sorted(_ACTIVATIONS)}") from None
+
+
+@Activation.infer
+def _(data, act_type):
+    return _activation(act_type).infer_stype(data)
+
+
+@Activation.impl("*")
+def _(data, act_type):
+    return _activation(act_type).compute((data,), {})
+
+
+# -- softmax / log_softmax ---------------------------------------------------------------------
+
+def _float(dtype):
+    """``dtype`` if it is a float type, else float32 (integer inputs give float outputs)."""
+    return dtype if dtype.kind == "f" else DEFAULT_DTYPE
+
+
+def _shifted(data, op, axis, temperature):
+    """``data / temperature`` minus its max along ``axis`` (so exp never overflows)."""
+    if not -data.ndim <= axis < data.ndim:
+        raise ShapeError(f"{op}: axis={axis} is out of range for an input of shape {data.shape}")
+    x = data._np.astype(_float(data.dtype), copy=False)
+    if temperature is not None:
+        if not temperature > 0:
+            raise NetsError(f"{op}: temperature={temperature!r} must be positive")
+        x = x / np.asarray(temperature, dtype=x.dtype)
+    return x - np.max(x, axis=axis, keepdims=True) if x.size else x
+
+
+def _softmax_op(name, formula):
+    op = Op(name, ("data",), {"axis": -1, "temperature": None, "dtype": None},
+            doc=f"""``{formula}`` along ``axis`` (``x`` divided by ``temperature`` if
+given), computed stably by subtracting the maximum first. ``dtype`` is the output
+dtype (default: the input's). The output is dense.""")
+    op.infer(lambda data, axis, temperature, dtype: "default")
+    return op
+
+
+softmax = _softmax_op("softmax", "exp(x) / sum(exp(x))")
+log_softmax = _softmax_op("log_softmax", "x - log(sum(exp(x)))")
+
+
+@softmax.impl("default")
+def _(data, axis, temperature, dtype):
+    e = np.exp(_shifted(data, "softmax", axis, temperature))
+    out = e / np.sum(e, axis=axis, keepdims=True)
+    return NDArray(out.astype(as_dtype(dtype, _float(data.dtype)), copy=False), data.context)
+
+
+@log_softmax.impl("default")
+def _(data, axis, temperature, dtype):
+    z = _shifted(data, "log_softmax", axis, temperature)
+    out = z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    return NDArray(out.astype(as_dtype(dtype, _float(data.dtype)), copy=False), data.context)
+
+
+# -- Dropout -----------------------------------------------------------------------------------
+
+_dropout = Op("_dropout", ("data", "mask?"), doc="""\
+``data * mask`` (``mask`` broadcasts against ``data``), or a copy of ``data`` without a
+mask. The random mask is drawn by ``Dropout``, so this op is deterministic and its
+gradient is ``grad * mask``.
+""")
+
+
+@_dropout.infer
+def _(data, mask):
+    return data  # zero-preserving: a sparse input stays sparse
+
+
+@_dropout.impl("*", None)
+def _(data, mask):
+    return data.copy()
+
+
+@_dropout.impl("default", "default")
+def _(data, mask):
+    return NDArray(data._np * mask._np, data.context)
+
+
+def Dropout(data, p=0.5, mode="training", axes=()):
+    """Inverted dropout: zero each element with probability ``p`` and scale the rest by
+    ``1 / (1 - p)``, so the expected value is unchanged.
+
+    Active while training (``autograd.record()``/``train_mode()``) or always with
+    ``mode='always'``; otherwise (or with ``p=0``) it returns a copy. ``axes`` lists
+    axes along which one mask value is shared (variational dropout). Random numbers
+    come from ``nets.random`` (seed with ``nets.random.seed``).
+    """
+    if not (isinstance(p, (int, float, np.number)) and 0 <= p < 1):
+        raise NetsError(f"Dropout: p={p!r} must be a number in [0, 1)")
+    if mode not in ("training", "always"):
+        raise NetsError(f"Dropout: mode={mode!r} must be 'training' or 'always'")
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    if any(not -data.ndim <= a < data.ndim for a in axes):
+        raise ShapeError(f"Dropout: axes={axes} out of range for an input of shape {data.shape}")
+    if p == 0 or not (mode == "always" or TRAINING.get()):
+        return _dropout(data)
+    shape = tuple(1 if i in {a % data.ndim for a in axes} else d for i, d in enumerate(data.shape))
+    keep = _random.generator().random(shape) >= p
+    dtype = _float(data.dtype)
+    return _dropout(data, NDArray(keep.astype(dtype) / dtype.type(1 - p), data.context))

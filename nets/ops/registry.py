@@ -88,7 +88,10 @@ class Op:
                   [kind(i, kind.POSITIONAL_OR_KEYWORD,
                         default=None if i in self.optional else _EMPTY) for i in self.inputs])
         attr_kind = kind.KEYWORD_ONLY if self.variadic else kind.POSITIONAL_OR_KEYWORD
-        params += [kind(a, attr_kind, default=d) for a, d in self.attrs.items()]
+        for a, d in self.attrs.items():
+            if d is _EMPTY and params and params[-1].default is not _EMPTY:
+                attr_kind = kind.KEYWORD_ONLY  # a required attr after an optional input
+            params.append(kind(a, attr_kind, default=d))
         params.append(kind("out", kind.KEYWORD_ONLY, default=None))
         self.__signature__ = inspect.Signature(params)
 

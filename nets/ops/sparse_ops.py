@@ -1,13 +1,14 @@
 """Sparse-specific operators: storage casts and sparse utilities."""
 import numpy as np
 
-from ..base import ShapeError, check_stype
-from ..ndarray.csr import CSRNDArray, dense_to_csr_parts
+from ..base import INDEX_DTYPE, NetsError, ShapeError, check_stype
+from ..ndarray.creation import zeros_sparse
+from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray, dense_to_rsp_parts
 from .registry import _EMPTY, Op
 
-__all__ = ["cast_storage"]
+__all__ = ["cast_storage", "retain", "add_n", "ElementWiseSum", "zeros_like", "ones_like"]
 
 cast_storage = Op("cast_storage", ("data",), {"stype": _EMPTY}, doc="""\
 Convert ``data`` to storage type ``stype`` (always a new array).
@@ -60,3 +61,149 @@ def _(data, stype):
     if data.stype == stype:
         return data.copy()
     return _CONVERT[data.stype, stype](data)
+
+
+def as_row_ids(ids, n, op, arg):
+    """``ids`` (numpy, integer or whole-number float) as int64 row ids checked to lie in
+    ``[0, n)``; otherwise ``NetsError`` naming the first bad id and its position."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        bad = np.flatnonzero(ids != np.floor(ids))  # fractions and NaN (inf fails the range)
+        if bad.size:
+            _bad_id(ids, bad[0], op, arg, "is not a whole number")
+    bad = np.flatnonzero((ids < 0) | (ids >= n))
+    if bad.size:
+        _bad_id(ids, bad[0], op, arg, f"is out of range [0, {n})")
+    return ids.astype(INDEX_DTYPE, copy=False)
+
+
+def _bad_id(ids, flat, op, arg, why):
+    pos = ", ".join(str(int(i)) for i in np.unravel_index(flat, ids.shape))
+    raise NetsError(f"{op}: {arg}[{pos}]={ids.reshape(-1)[flat].item()!r} {why}")
+
+
+# -- retain -------------------------------------------------------------------------------------
+
+retain = Op("retain", ("data", "indices"), doc="""\
+The rows of row_sparse ``data`` listed in ``indices`` (row ids in any order, repeats
+allowed; integers or whole-number floats in range). Listed rows that ``data`` does not
+store stay absent; the output is row_sparse.
+""")
+
+
+@retain.infer
+def _(data, indices):
+    return "row_sparse"
+
+
+@retain.impl("row_sparse", "default")
+def _(data, indices):
+    ids = as_row_ids(indices._np, data.shape[0], "retain", "indices")
+    keep = np.isin(data._indices, ids)
+    return RowSparseNDArray(data._data[keep], data._indices[keep], data.shape, data.context)
+
+
+@retain.impl("default", "default")
+def _(data, indices):
+    rows = np.unique(as_row_ids(indices._np, data.shape[0], "retain", "indices"))
+    return RowSparseNDArray(data._np[rows], rows, data.shape, data.context)
+
+
+# -- add_n --------------------------------------------------------------------------------------
+
+add_n = Op("add_n", ("*args",), doc="""\
+The element-wise sum of any number of arrays of one shape (MXNet's ``ElementWiseSum``).
+
+All row_sparse -> row_sparse over the union of their rows; all csr -> csr over the
+union of their entries (never densified); otherwise dense, with sparse terms added
+in place from their stored values.
+""")
+ElementWiseSum = add_n
+
+
+@add_n.infer
+def _(*args):
+    if not args:
+        raise NetsError("add_n needs at least one array")
+    return args[0] if args[0] != "default" and all(a == args[0] for a in args) else "default"
+
+
+def _common(args):
+    """Check every term has the shape of the first; return (shape, result dtype)."""
+    for k, a in enumerate(args[1:], 1):
+        if a.shape != args[0].shape:
+            raise ShapeError(f"add_n: args[0] has shape {args[0].shape} but args[{k}] has "
+                             f"shape {a.shape}")
+    return args[0].shape, np.result_type(*[a.dtype for a in args])
+
+
+def _sum_by_key(keys, values):
+    """Sort by ``keys`` and add the values of equal keys: (unique sorted keys, sums)."""
+    order = np.argsort(keys, kind="stable")  # merges the already sorted runs
+    keys, values = keys[order], values[order]
+    if not keys.size:
+        return keys, values
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    return keys[starts], np.add.reduceat(values, starts, axis=0)
+
+
+@add_n.impl("row_sparse", ...)
+def _(*args):
+    shape, dtype = _common(args)
+    rows, data = _sum_by_key(np.concatenate([a._indices for a in args]),
+                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
+    return RowSparseNDArray(data, rows, shape, args[0].context)
+
+
+@add_n.impl("csr", ...)
+def _(*args):
+    shape, dtype = _common(args)
+    # An entry's key is its position in row-major order: sorted keys are canonical CSR.
+    keys, data = _sum_by_key(
+        np.concatenate([row_ids(a._indptr) * shape[1] + a._indices for a in args]),
+        np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
+    rows, cols = np.divmod(keys, max(shape[1], 1))
+    indptr = np.zeros(shape[0] + 1, dtype=INDEX_DTYPE)
+    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+    return CSRNDArray(data, cols, indptr, shape, args[0].context)
+
+
+@add_n.impl("*", ...)
+def _(*args):
+    shape, dtype = _common(args)
+    out = np.zeros(shape, dtype=dtype)
+    for a in args:
+        if a.stype == "default":
+            out += a._np
+        elif a.stype == "row_sparse":
+            out[a._indices] += a._data  # rows are unique: no repeated index in one +=
+        else:
+            out[row_ids(a._indptr), a._indices] += a._data  # (row, col) pairs are unique
+    return NDArray(out, args[0].context)
+
+
+# -- zeros_like / ones_like ---------------------------------------------------------------------
+
+zeros_like = Op("zeros_like", ("data",), doc="""\
+Zeros of ``data``'s shape, dtype and storage type (a sparse result stores nothing).""")
+ones_like = Op("ones_like", ("data",), doc="Dense ones of ``data``'s shape and dtype.")
+
+
+@zeros_like.infer
+def _(data):
+    return data
+
+
+@zeros_like.impl("*")
+def _(data):
+    return zeros_sparse(data.stype, data.shape, data.context, data.dtype)
+
+
+@ones_like.infer
+def _(data):
+    return "default"
+
+
+@ones_like.impl("*")
+def _(data):
+    return NDArray(np.ones(data.shape, dtype=data.dtype), data.context)

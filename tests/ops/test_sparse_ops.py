@@ -1,0 +1,141 @@
+"""Sparse utility operators against numpy: retain, add_n, zeros_like, ones_like."""
+import numpy as np
+import pytest
+
+import nets
+from nets import nd
+from nets.base import NetsError, ShapeError
+from nets.ndarray.csr import CSRNDArray
+from nets.ndarray.row_sparse import RowSparseNDArray
+from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
+
+DTYPES = ("float32", "float64")
+
+
+@pytest.fixture
+def no_densify(monkeypatch):
+    """Make any densification of a sparse array (what the fallback does) fail the test."""
+    def refuse(self):
+        raise AssertionError(f"a {self.stype} operand was densified")
+    for cls in (CSRNDArray, RowSparseNDArray):
+        monkeypatch.setattr(cls, "asnumpy", refuse)
+
+
+def _dense(x):
+    """``x``'s values as numpy without ``asnumpy`` (which ``no_densify`` forbids)."""
+    out = np.zeros(x.shape, x.dtype)
+    x._scatter_into(out)
+    return out
+
+
+# -- retain ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stype", ["row_sparse", "default"])
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ids", [[5, 0, 3, 3], [], [7]], ids=["unsorted-repeats", "none", "last"])
+def test_retain(stype, density, dtype, ids, no_densify):
+    x = rand_ndarray((8, 2, 3), stype, density, dtype)
+    want = np.zeros(x.shape, dtype)
+    want[ids] = _dense(x)[ids]
+    y = nd.sparse.retain(x, nd.array(ids, dtype="float32"))
+    assert y.stype == "row_sparse" and y.dtype == np.dtype(dtype)
+    y.check_format(full_check=True)
+    assert_almost_equal(_dense(y), want)
+    if stype == "row_sparse":
+        assert set(y._indices) == set(x._indices) & set(ids)  # only rows x stores
+
+
+def test_retain_integer_ids():
+    x = rand_ndarray((5, 3), "row_sparse", 1.0)
+    y = nd.sparse.retain(x, nd.array([4, 1], dtype="int64"))
+    assert list(y._indices) == [1, 4]
+
+
+def test_retain_csr_falls_back():
+    x = rand_ndarray((4, 3), "csr", 1.0)
+    with pytest.warns(nets.StorageFallbackWarning, match="retain"):
+        y = nd.sparse.retain(x, nd.array([1]))
+    assert y.stype == "row_sparse" and list(y._indices) == [1]
+    assert_almost_equal(y.asnumpy()[1], x.asnumpy()[1])
+
+
+@pytest.mark.parametrize("ids, match", [
+    ([1, 1.5], r"indices\[1\]=1.5 is not a whole number"),
+    ([4, 0], r"indices\[0\]=4.0 is out of range \[0, 4\)"),
+    ([0, -2], r"indices\[1\]=-2.0 is out of range"),
+])
+def test_retain_bad_ids(ids, match):
+    with pytest.raises(NetsError, match=match):
+        nd.sparse.retain(rand_ndarray((4, 3), "row_sparse"), nd.array(ids))
+
+
+# -- add_n -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stypes, out_stype", [
+    (("row_sparse",), "row_sparse"),
+    (("row_sparse", "row_sparse"), "row_sparse"),
+    (("row_sparse",) * 3, "row_sparse"),
+    (("csr",), "csr"),
+    (("csr", "csr"), "csr"),
+    (("csr",) * 3, "csr"),
+    (("default", "default"), "default"),
+    (("default", "row_sparse"), "default"),
+    (("csr", "default", "row_sparse"), "default"),
+    (("row_sparse", "csr"), "default"),
+])
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_n(stypes, out_stype, density, dtype, no_densify):
+    xs = [rand_ndarray((6, 4), st, density, dtype) for st in stypes]
+    y = nd.add_n(*xs)
+    assert y.stype == out_stype and y.dtype == np.dtype(dtype)
+    if out_stype != "default":
+        y.check_format(full_check=True)  # canonical: duplicates summed, indices sorted
+    assert_almost_equal(_dense(y), sum(_dense(x) for x in xs))
+
+
+def test_add_n_duplicate_rows_summed_and_dtype_promoted():
+    a = nd.sparse.row_sparse_array((np.ones((2, 3), "float32"), [1, 3]), shape=(5, 3))
+    b = nd.sparse.row_sparse_array((np.full((2, 3), 2.0), [0, 3]), shape=(5, 3))
+    y = nd.ElementWiseSum(a, b, a)
+    assert y.dtype == np.float64 and list(y._indices) == [0, 1, 3]
+    assert_almost_equal(y._data[:, 0], [2.0, 2.0, 4.0])
+
+
+def test_add_n_csr_entries_summed():
+    a = nd.sparse.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 3]]))
+    b = nd.sparse.csr_matrix(np.array([[0, 5.0, -2], [4, 0, 0]]))
+    y = nd.add_n(a, b)
+    assert list(y._indptr) == [0, 3, 5] and list(y._indices) == [0, 1, 2, 0, 2]
+    assert_almost_equal(y._data, [1, 5, 0, 4, 3])  # a cancelled entry stays stored
+
+
+def test_add_n_3d_row_sparse():
+    xs = [rand_ndarray((5, 2, 3), "row_sparse", 0.5) for _ in range(2)]
+    y = nd.add_n(*xs)
+    assert y.stype == "row_sparse"
+    assert_almost_equal(y, xs[0].asnumpy() + xs[1].asnumpy())
+
+
+def test_add_n_errors():
+    with pytest.raises(ShapeError, match=r"args\[0\] has shape \(2, 3\) but args\[1\] has "
+                                         r"shape \(3, 2\)"):
+        nd.add_n(nd.zeros((2, 3), stype="row_sparse"), nd.zeros((3, 2), stype="row_sparse"))
+    with pytest.raises(NetsError, match="at least one array"):
+        nd.add_n()
+
+
+# -- zeros_like / ones_like --------------------------------------------------------------------
+
+@pytest.mark.parametrize("stype", ["default", "csr", "row_sparse"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_zeros_like_ones_like(stype, dtype, no_densify):
+    x = rand_ndarray((3, 4), stype, 0.5, dtype)
+    z, o = nd.zeros_like(x), x.ones_like()
+    assert z.stype == stype and z.dtype == np.dtype(dtype) and z.shape == x.shape
+    assert not _dense(z).any()
+    if stype != "default":
+        assert z._data.size == 0  # nothing stored
+    assert o.stype == "default" and o.dtype == np.dtype(dtype)
+    assert np.array_equal(o._np, np.ones((3, 4)))
