@@ -70,10 +70,11 @@ def normalize_shape(shape, name="shape"):
         shape = (shape,)
     try:
         out = tuple(int(d) for d in shape)
-    except TypeError as e:
-        raise ShapeError(f"{name}={shape!r} is not a shape (a tuple of ints)") from e
-    if any(d < 0 for d in out) or any(int(d) != d for d in shape):
-        raise ShapeError(f"{name}={shape!r} must hold non-negative integers")
+        ok = not isinstance(shape, str) and all(0 <= d == s for d, s in zip(out, shape))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ShapeError(f"{name}={shape!r} is not a shape (a tuple of non-negative integers)")
     return out
 
 

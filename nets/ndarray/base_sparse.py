@@ -6,8 +6,26 @@ implementation densify only through the registry's fallback, which warns.
 """
 import numpy as np
 
-from ..base import NetsError, ShapeError, as_dtype
+from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError, as_dtype
 from .dense import NDArray
+
+
+def as_index(values, name):
+    """``values`` (array-like or ``NDArray``) as an int64 numpy array.
+
+    Whole-number floats are accepted (MXNet code often passes indices as float32
+    ``NDArray``s); a fraction, NaN or a non-numeric dtype raises ``SparseFormatError``
+    naming ``name`` and the bad value.
+    """
+    a = np.asarray(values.asnumpy() if isinstance(values, NDArray) else values)
+    if a.dtype.kind == "f" and a.size:
+        bad = np.flatnonzero(np.mod(a, 1).reshape(-1) != 0)
+        if bad.size:
+            raise SparseFormatError(f"{name} must hold integers, got {name}[{bad[0]}]="
+                                    f"{a.reshape(-1)[bad[0]]}")
+    elif a.dtype.kind not in "iu" and a.size:
+        raise SparseFormatError(f"{name} must hold integers, got dtype {a.dtype}")
+    return a.astype(INDEX_DTYPE, copy=False)
 
 
 class BaseSparseNDArray(NDArray):
@@ -55,12 +73,20 @@ class BaseSparseNDArray(NDArray):
             raise NetsError(f"a {self.stype} array supports only whole assignment "
                             f"`x[:] = value`, got key {key!r}")
         if not isinstance(value, NDArray):
-            from .creation import array  # creation imports the array classes
-            value = array(np.broadcast_to(np.asarray(value, dtype=self.dtype), self.shape))
+            value = np.asarray(value, dtype=self.dtype)
+            if value.ndim == 0 and value == 0:  # `x[:] = 0` empties x without a dense pass
+                self._set_parts(self._empty(self._shape, self.dtype), copy=False)
+                return
+            try:
+                value = NDArray(np.broadcast_to(value, self._shape), self._ctx)
+            except ValueError as e:
+                raise ShapeError(f"value of shape {value.shape} cannot be broadcast to "
+                                 f"{self._shape}") from e
         self._check_same_shape(value, "value")
         if value.stype != self.stype:
-            value = value.tostype(self.stype)
-        self._set_parts(value, copy=value is not self)
+            self._set_parts(value.tostype(self.stype), copy=False)  # a fresh conversion
+        else:
+            self._set_parts(value, copy=value is not self)
 
     def _assign(self, result):
         if result.stype == self.stype:

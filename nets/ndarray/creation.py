@@ -7,8 +7,9 @@ import numbers
 
 import numpy as np
 
-from ..base import (DEFAULT_DTYPE, INDEX_DTYPE, ShapeError, SparseFormatError, StorageTypeError,
+from ..base import (DEFAULT_DTYPE, ShapeError, SparseFormatError, StorageTypeError,
                     as_dtype, check_stype, current_context, normalize_shape)
+from .base_sparse import as_index
 from .csr import CSRNDArray, canonicalize_csr, dense_to_csr_parts
 from .dense import NDArray
 from .row_sparse import RowSparseNDArray, check_rsp_parts, dense_to_rsp_parts
@@ -30,8 +31,10 @@ def _source_dtype(source, dtype):
 def array(source_array, ctx=None, dtype=None):
     """An array from a list, scalar, numpy array, scipy.sparse matrix or nets array.
 
-    A scipy.sparse source gives a ``CSRNDArray``, a sparse nets array keeps its
-    storage type; everything else gives a dense ``NDArray`` (always a copy).
+    A scipy.sparse source gives a ``CSRNDArray`` (sharing its values when no cast is
+    needed), a sparse nets array keeps its storage type (copied); everything else gives
+    a dense ``NDArray`` (always a copy). ``dtype`` defaults to the source's dtype for
+    numpy, scipy and nets sources and to float32 otherwise (MXNet's rule).
     """
     ctx = current_context(ctx)
     dtype = _source_dtype(source_array, dtype)
@@ -81,10 +84,12 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
     if stop is None:
         start, stop = 0, start
     if step == 0:
-        raise ShapeError("arange: step must not be 0")
+        raise ShapeError("arange: step=0 must not be 0")
+    if not isinstance(repeat, numbers.Integral) or repeat < 1:
+        raise ShapeError(f"arange: repeat={repeat!r} must be a positive integer")
     values = np.arange(start, stop, step, dtype=as_dtype(dtype))
     if repeat != 1:
-        values = np.repeat(values, int(repeat))
+        values = np.repeat(values, repeat)
     return NDArray(values, current_context(ctx))
 
 
@@ -97,74 +102,93 @@ def zeros_sparse(stype, shape, ctx=None, dtype=None):
     ctx, dtype = current_context(ctx), as_dtype(dtype)
     if stype == "default":
         return NDArray(np.zeros(shape, dtype=dtype), ctx)
-    if stype == "csr":
-        if len(shape) != 2:
-            raise ShapeError(f"a CSR array is 2-D; shape={shape} has {len(shape)} dimensions")
-        return CSRNDArray(np.zeros(0, dtype), np.zeros(0, INDEX_DTYPE),
-                          np.zeros(shape[0] + 1, INDEX_DTYPE), shape, ctx)
-    if len(shape) < 1:
-        raise ShapeError("a row_sparse array needs at least one dimension")
-    return RowSparseNDArray(np.zeros((0,) + shape[1:], dtype), np.zeros(0, INDEX_DTYPE), shape, ctx)
+    if stype == "csr" and len(shape) != 2:
+        raise ShapeError(f"a CSR array is 2-D; shape={shape} has {len(shape)} dimensions")
+    if not shape:
+        raise ShapeError("a row_sparse array needs at least one dimension; got shape=()")
+    return (CSRNDArray if stype == "csr" else RowSparseNDArray)._empty(shape, dtype, ctx)
 
 
 def _is_shape(arg):
     return isinstance(arg, tuple) and all(isinstance(d, numbers.Integral) for d in arg)
 
 
-def _dense_source(arg, dtype):
-    values = arg.asnumpy() if isinstance(arg, NDArray) else np.asarray(arg)
-    return values.astype(_source_dtype(arg, dtype), copy=False)
+def _copy_np(a):
+    """A fresh numpy array from an array-like or ``NDArray`` (user buffers are never kept)."""
+    return a.asnumpy() if isinstance(a, NDArray) else np.array(a)
+
+
+def _from_array(arg, stype, dtype, shape, ctx):
+    """``arg`` (an ``NDArray`` of any stype, numpy array or list) converted to ``stype``."""
+    if isinstance(arg, NDArray):  # a sparse source is converted, never densified
+        dt = _source_dtype(arg, dtype)
+        out = arg.astype(dt) if arg.stype == stype else arg.tostype(stype).astype(dt, copy=False)
+        return _check_shape_arg(out, shape).as_in_context(ctx)
+    values = np.asarray(arg).astype(_source_dtype(arg, dtype), copy=False)
+    if stype == "csr":
+        if values.ndim != 2:
+            raise ShapeError(f"a CSR array is 2-D; the source has shape {values.shape}")
+        out = CSRNDArray(*dense_to_csr_parts(values), values.shape, ctx)
+    else:
+        if values.ndim < 1:
+            raise ShapeError("a row_sparse array needs at least one dimension; got a scalar")
+        out = RowSparseNDArray(*dense_to_rsp_parts(values), values.shape, ctx)
+    return _check_shape_arg(out, shape)
 
 
 def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     """A ``CSRNDArray`` from one of:
 
-    - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted);
+    - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted); columns
+      are sorted within each row, a duplicate (row, column) is an error;
     - ``(data, (row, col))`` COO triplets — duplicates are summed, as in scipy;
-    - a ``scipy.sparse`` matrix, a ``CSRNDArray`` (copied), a dense array/list;
+    - a ``scipy.sparse`` matrix (its values are shared when no cast is needed);
+    - an array of any storage type (copied; a row_sparse one is converted, not densified),
+      a numpy array or a nested list;
     - ``(M, N)``: an empty matrix of that shape.
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
         return zeros_sparse("csr", arg1, ctx, dtype)
     if _is_scipy_sparse(arg1):
-        m = arg1.tocsr(copy=False)
-        m.sum_duplicates()  # also sorts column indices
+        m = arg1.tocsr()
+        if not m.has_canonical_format:
+            m = m.copy()  # never reorder the caller's matrix in place
+            m.sum_duplicates()
         data = m.data.astype(_source_dtype(arg1, dtype), copy=False)
         return _csr(data, m.indices, m.indptr, m.shape, ctx, shape)
-    if isinstance(arg1, CSRNDArray):
-        out = arg1.astype(_source_dtype(arg1, dtype))
-        return _check_shape_arg(out, shape).as_in_context(ctx)
     if isinstance(arg1, tuple) and len(arg1) == 3:
-        data, indices, indptr = (np.asarray(a.asnumpy() if isinstance(a, NDArray) else a)
-                                 for a in arg1)
+        data, indices, indptr = (_copy_np(a) for a in arg1)
+        indices, indptr = as_index(indices, "indices"), as_index(indptr, "indptr")
         if shape is None:
             shape = (len(indptr) - 1, int(indices.max()) + 1 if indices.size else 0)
-        return _csr(data.astype(_source_dtype(arg1[0], dtype)), indices, indptr,
+        return _csr(data.astype(_source_dtype(arg1[0], dtype), copy=False), indices, indptr,
                     normalize_shape(shape), ctx)
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
-        import scipy.sparse as sp
-        data, (row, col) = arg1
-        data, row, col = (np.asarray(a.asnumpy() if isinstance(a, NDArray) else a)
-                          for a in (data, row, col))
-        for name, ids in (("row", row), ("col", col)):
-            if ids.size and ids.min() < 0:
-                raise SparseFormatError(f"{name} index {ids.min()} is negative")
-        if shape is None:
-            shape = (int(row.max()) + 1 if row.size else 0, int(col.max()) + 1 if col.size else 0)
-        shape = normalize_shape(shape)
-        for name, ids, n in (("row", row, shape[0]), ("col", col, shape[1])):
-            if ids.size and ids.max() >= n:
-                raise SparseFormatError(f"{name} index {ids.max()} is out of range for shape {shape}")
-        m = sp.coo_matrix((data, (row, col)), shape=shape).tocsr()
-        m.sum_duplicates()
-        return _csr(m.data.astype(_source_dtype(arg1[0], dtype)), m.indices, m.indptr,
-                    shape, ctx)
-    values = _dense_source(arg1, dtype)
-    if values.ndim != 2:
-        raise ShapeError(f"a CSR array is 2-D; the source has shape {values.shape}")
-    out = CSRNDArray(*dense_to_csr_parts(values), values.shape, ctx)
-    return _check_shape_arg(out, shape)
+        return _csr_from_coo(arg1[0], *arg1[1], shape, ctx, dtype)
+    return _from_array(arg1, "csr", dtype, shape, ctx)
+
+
+def _csr_from_coo(data, row, col, shape, ctx, dtype):
+    import scipy.sparse as sp
+    values = _copy_np(data).astype(_source_dtype(data, dtype), copy=False)
+    row, col = as_index(row, "row"), as_index(col, "col")
+    if not (values.ndim == row.ndim == col.ndim == 1 and len(values) == len(row) == len(col)):
+        raise ShapeError(f"(data, (row, col)) must be 1-D and of one length, got shapes "
+                         f"data {values.shape}, row {row.shape}, col {col.shape}")
+    if shape is None:
+        shape = tuple(int(ids.max()) + 1 if ids.size else 0 for ids in (row, col))
+    shape = normalize_shape(shape)
+    if len(shape) != 2:
+        raise ShapeError(f"a CSR array is 2-D; shape={shape} has {len(shape)} dimensions")
+    for name, ids, n in (("row", row, shape[0]), ("col", col, shape[1])):
+        bad = np.flatnonzero((ids < 0) | (ids >= n))
+        if bad.size:
+            raise SparseFormatError(f"{name}[{bad[0]}]={ids[bad[0]]} is out of range for "
+                                    f"shape={shape}")
+    m = sp.coo_matrix((values, (row, col)), shape=shape).tocsr()
+    m.sum_duplicates()
+    return _csr(m.data, m.indices, m.indptr, shape, ctx)
 
 
 def _csr(data, indices, indptr, shape, ctx, expected=None):
@@ -183,18 +207,16 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
 
     - ``(data, indices)``: ``data[k]`` is row ``indices[k]``; ``indices`` sorted and
       unique; ``shape`` defaults to ``(max(indices) + 1,) + data.shape[1:]``;
-    - a ``RowSparseNDArray`` (copied) or a dense array/list (rows with a non-zero kept);
+    - an array of any storage type (copied; a CSR one is converted, not densified),
+      a numpy array or a nested list (the rows holding a non-zero are stored);
     - ``(D0, D1, ...)``: an all-zero array of that shape.
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
         return zeros_sparse("row_sparse", arg1, ctx, dtype)
-    if isinstance(arg1, RowSparseNDArray):
-        out = arg1.astype(_source_dtype(arg1, dtype))
-        return _check_shape_arg(out, shape).as_in_context(ctx)
     if isinstance(arg1, tuple) and len(arg1) == 2:
-        data = _dense_source(arg1[0], dtype)
-        indices = np.asarray(arg1[1].asnumpy() if isinstance(arg1[1], NDArray) else arg1[1])
+        data = _copy_np(arg1[0]).astype(_source_dtype(arg1[0], dtype), copy=False)
+        indices = as_index(_copy_np(arg1[1]), "indices").reshape(-1)
         if shape is None:
             top = int(indices.max()) + 1 if indices.size else 0
             shape = (top,) + data.shape[1:]
@@ -203,11 +225,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
             data = data.reshape((0,) + shape[1:])
         data, indices = check_rsp_parts(data, indices, shape)
         return RowSparseNDArray(data, indices, shape, ctx)
-    values = _dense_source(arg1, dtype)
-    if values.ndim < 1:
-        raise ShapeError("a row_sparse array needs at least one dimension")
-    out = RowSparseNDArray(*dense_to_rsp_parts(values), values.shape, ctx)
-    return _check_shape_arg(out, shape)
+    return _from_array(arg1, "row_sparse", dtype, shape, ctx)
 
 
 def sparse_array(source_array, ctx=None, dtype=None):

@@ -6,7 +6,7 @@ column indices within a row are sorted and unique. Kernels rely on it.
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
-from .base_sparse import BaseSparseNDArray
+from .base_sparse import BaseSparseNDArray, as_index
 from .dense import NDArray
 
 
@@ -30,14 +30,7 @@ def canonicalize_csr(data, indices, indptr, shape):
     pair is an error, since either value could be the intended one.
     """
     data = np.asarray(data)
-    indices = np.asarray(indices)
-    indptr = np.asarray(indptr)
-    if not (np.issubdtype(indices.dtype, np.integer) or indices.size == 0):
-        raise SparseFormatError(f"indices must be integers, got dtype {indices.dtype}")
-    if not (np.issubdtype(indptr.dtype, np.integer) or indptr.size == 0):
-        raise SparseFormatError(f"indptr must be integers, got dtype {indptr.dtype}")
-    indices = indices.astype(INDEX_DTYPE, copy=False)
-    indptr = indptr.astype(INDEX_DTYPE, copy=False)
+    indices, indptr = as_index(indices, "indices"), as_index(indptr, "indptr")
     _check_csr(data, indices, indptr, shape, full_check=True, sortedness=False)
     rows = row_ids(indptr)
     if data.size > 1:
@@ -84,7 +77,8 @@ def _check_csr(data, indices, indptr, shape, full_check, sortedness=True):
         if bad.size:
             k = bad[0] + 1
             raise SparseFormatError(f"column indices of row {rows[k]} are not sorted and unique "
-                                    f"(indices[{k - 1}]={indices[k - 1]}, indices[{k}]={indices[k]})")
+                                    f"(indices[{k - 1}]={indices[k - 1]}, "
+                                    f"indices[{k}]={indices[k]})")
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -103,6 +97,12 @@ class CSRNDArray(BaseSparseNDArray):
         self._shape = tuple(shape)
 
     _validate = staticmethod(_check_csr)
+
+    @classmethod
+    def _empty(cls, shape, dtype, ctx=None):
+        """An all-zero matrix of the 2-D ``shape`` (no values stored)."""
+        return cls(np.zeros(0, dtype), np.zeros(0, INDEX_DTYPE),
+                   np.zeros(shape[0] + 1, INDEX_DTYPE), shape, ctx)
 
     @property
     def indptr(self):
@@ -124,7 +124,11 @@ class CSRNDArray(BaseSparseNDArray):
         dense[row_ids(self._indptr), self._indices] = self._data
 
     def __getitem__(self, key):
-        """Row slicing: ``x[a:b]`` and ``x[i]`` return CSR (``x[i]`` has shape ``(1, n)``)."""
+        """Row slicing: ``x[a:b]`` and ``x[i]`` return CSR (``x[i]`` has shape ``(1, n)``).
+
+        The result's values and column indices are views of ``x``'s (O(1), like numpy
+        basic slicing); ``copy()`` it to detach. Steps other than 1 are not supported.
+        """
         n = self._shape[0]
         if isinstance(key, (int, np.integer)):
             i = int(key) + n if key < 0 else int(key)

@@ -119,12 +119,13 @@ class NDArray:
         return np.array(self._np, copy=True)
 
     def __array__(self, dtype=None, copy=None):
-        return self._np if dtype is None else self._np.astype(dtype)
+        out = self._np if dtype is None else self._np.astype(dtype, copy=False)
+        return out.copy() if copy and out is self._np else out
 
     def asscalar(self):
         """The single value of a size-1 array as a Python scalar."""
         if self.size != 1:
-            raise ShapeError(f"asscalar() needs an array of size 1, this one has shape {self.shape}")
+            raise ShapeError(f"asscalar() needs an array of size 1, got shape {self.shape}")
         return self.asnumpy().reshape(-1)[0].item()
 
     def item(self):
@@ -150,8 +151,10 @@ class NDArray:
         return self._with_dtype(self.dtype)
 
     def copyto(self, other):
-        """Copy into ``other`` (an array, whose storage type is kept) or onto a ``Context``."""
+        """Copy into ``other`` (an array of the same shape, whose storage type and dtype are
+        kept) or onto a ``Context`` (returns the new array)."""
         if isinstance(other, NDArray):
+            other._check_same_shape(self, "copyto source")
             other[:] = self
             return other
         out = self.copy()

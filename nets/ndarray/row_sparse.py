@@ -6,7 +6,7 @@ unique, and ``data[k]`` is row ``indices[k]``. Kernels rely on it.
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
-from .base_sparse import BaseSparseNDArray
+from .base_sparse import BaseSparseNDArray, as_index
 
 
 def _check_rsp(data, indices, shape, full_check=True):
@@ -39,11 +39,7 @@ def dense_to_rsp_parts(a):
 
 def check_rsp_parts(data, indices, shape):
     """Validate user-given ``(data, indices)`` for ``shape``; return them normalised."""
-    indices = np.asarray(indices)
-    if indices.size and not np.issubdtype(indices.dtype, np.integer):
-        if not np.all(np.mod(indices, 1) == 0):
-            raise SparseFormatError(f"indices must be whole numbers, got {indices[:5]}...")
-    indices = indices.astype(INDEX_DTYPE, copy=False).reshape(-1)
+    indices = as_index(indices, "indices").reshape(-1)
     _check_rsp(data, indices, shape)
     return data, indices
 
@@ -64,6 +60,11 @@ class RowSparseNDArray(BaseSparseNDArray):
         self._shape = tuple(shape)
 
     _validate = staticmethod(_check_rsp)
+
+    @classmethod
+    def _empty(cls, shape, dtype, ctx=None):
+        """An all-zero array of ``shape`` (no rows stored)."""
+        return cls(np.zeros((0,) + tuple(shape[1:]), dtype), np.zeros(0, INDEX_DTYPE), shape, ctx)
 
     def _scatter_into(self, dense):
         dense[self._indices] = self._data
