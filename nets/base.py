@@ -3,6 +3,7 @@
 This module is the bottom of the dependency graph: everything in nets may
 import it and it imports nothing from nets.
 """
+import contextvars
 import threading
 
 import numpy as np
@@ -13,6 +14,12 @@ __all__ = [
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_stype",
     "normalize_shape",
 ]
+
+# Autograd state lives here, at the bottom of the graph, so arrays and operators can read it
+# without importing nets.autograd (which sets it): RECORDER holds the tape's recording
+# callable inside autograd.record(), TRAINING the train/predict flag (Dropout).
+RECORDER = contextvars.ContextVar("nets_recorder", default=None)
+TRAINING = contextvars.ContextVar("nets_training", default=False)
 
 DEFAULT_DTYPE = np.dtype(np.float32)
 INDEX_DTYPE = np.dtype(np.int64)  # every sparse index array is int64: one kernel specialisation

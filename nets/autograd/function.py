@@ -1,7 +1,7 @@
 """Custom differentiable functions (MXNet's ``autograd.Function``)."""
 from ..base import NetsError
 from ..ndarray.dense import NDArray
-from ..ops.registry import RECORDER
+from ..base import RECORDER
 from .tape import Node, _Scope
 
 __all__ = ["Function"]

@@ -16,7 +16,7 @@ import itertools
 from ..base import NetsError, ShapeError, check_stype
 from ..ndarray.creation import zeros
 from ..ndarray.dense import NDArray
-from ..ops.registry import RECORDER, TRAINING
+from ..base import RECORDER, TRAINING
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "attach_grad", "mark_variables"]

@@ -6,7 +6,7 @@ implementation densify only through the registry's fallback, which warns.
 """
 import numpy as np
 
-from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError, as_dtype
+from ..base import INDEX_DTYPE, RECORDER, NetsError, ShapeError, SparseFormatError, as_dtype
 from .dense import NDArray
 
 
@@ -69,6 +69,8 @@ class BaseSparseNDArray(NDArray):
                         f"call .asnumpy()")
 
     def __setitem__(self, key, value):
+        if RECORDER.get() is not None:
+            self._check_writable_in_record()
         if not (isinstance(key, slice) and key == slice(None)):
             raise NetsError(f"a {self.stype} array supports only whole assignment "
                             f"`x[:] = value`, got key {key!r}")

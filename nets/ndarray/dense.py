@@ -10,7 +10,8 @@ import numbers
 
 import numpy as np
 
-from ..base import ShapeError, as_dtype, check_stype, cpu, current_context
+from ..base import (RECORDER, NetsError, ShapeError, as_dtype, check_stype, cpu,
+                    current_context)
 
 _OPS = None
 
@@ -39,7 +40,7 @@ def _binary(name, reflected=False):
 
 def _inplace(name):
     def method(self, other):
-        self._assign(getattr(ops(), name)(self, other))
+        self._assign(getattr(ops(), name)(self, other))  # __setitem__ guards autograd graphs
         return self
     return method
 
@@ -189,7 +190,17 @@ class NDArray:
                              retain_graph=retain_graph, train_mode=train_mode)
 
     # -- assignment ----------------------------------------------------------
+    def _check_writable_in_record(self):
+        """MXNet's rule: recorded nodes keep views of their inputs and outputs, so writing
+        into an array of the graph (a leaf or a recorded result) would corrupt gradients."""
+        if self._grad is not None or self._node is not None:
+            raise NetsError("in-place write to an array that is part of the autograd graph "
+                            "inside autograd.record() would corrupt its gradients; compute a "
+                            "new array instead (e.g. y = y + x)")
+
     def __setitem__(self, key, value):
+        if RECORDER.get() is not None:
+            self._check_writable_in_record()
         if isinstance(value, NDArray):
             if value.stype != "default":
                 if not (isinstance(key, slice) and key == slice(None)):

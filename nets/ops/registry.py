@@ -15,7 +15,6 @@ Recording for autograd is a hook: ``RECORDER`` holds a callable while
 ``autograd.record()`` is active, so ops never import autograd and cost nothing
 extra outside ``record()``.
 """
-import contextvars
 import inspect
 import logging
 import os
@@ -23,16 +22,13 @@ import warnings
 
 import numpy as np
 
-from ..base import NetsError, StorageFallbackWarning
+from ..base import RECORDER, TRAINING, NetsError, StorageFallbackWarning
 from ..ndarray.creation import array as _to_array
 from ..ndarray.dense import NDArray
 
 __all__ = ["Op", "OPS", "RECORDER", "TRAINING", "stype_of"]
 
 OPS = {}
-RECORDER = contextvars.ContextVar("nets_recorder", default=None)
-# Train vs predict mode (Dropout etc.); set by nets.autograd.record/train_mode/predict_mode.
-TRAINING = contextvars.ContextVar("nets_training", default=False)
 _log = logging.getLogger("nets.storage")
 _EMPTY = inspect.Parameter.empty
 
@@ -176,12 +172,9 @@ class Op:
         if out is not None:
             outs = out if isinstance(out, (list, tuple)) else (out,)
             for o, r in zip(outs, outputs):
+                o._assign(r)  # keeps the destination's storage type; refuses graph arrays
                 if recorder is not None:
-                    if o._grad is not None:
-                        raise NetsError(f"{self.name}: out= would overwrite an array with an "
-                                        f"attached gradient inside autograd.record()")
                     o._node = r._node  # gradients flow through `out` like the fresh result
-                o._assign(r)  # keeps the destination's storage type
             return out
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
