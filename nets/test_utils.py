@@ -68,6 +68,8 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
     shape = tuple(int(d) for d in shape)
     dtype = as_dtype(dtype)
     rng = generator()
+    if not shape:  # 0-d: a dense scalar
+        return array(_values(1, distribution, rng).reshape(()), ctx=ctx, dtype=dtype)
     if density == "one_row":
         row_mask = np.zeros(shape[0], dtype=bool)
         row_mask[rng.integers(shape[0])] = True
@@ -132,9 +134,9 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=
         return
     err = np.abs(x.astype(np.float64) - y) - rtol * np.abs(y)
     err = np.where(np.isnan(err), np.inf, err)
-    k = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+    k = tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape)) if err.ndim else ()
     raise AssertionError(f"{names[0]} and {names[1]} differ (rtol={rtol}, atol={atol}): worst at "
-                         f"{k}: {names[0]}={x[k]!r}, {names[1]}={y[k]!r}; "
+                         f"{k}: {names[0]}={x[k].item()!r}, {names[1]}={y[k].item()!r}; "
                          f"{int(np.sum(~np.isclose(x, y, rtol, atol, equal_nan)))} of {x.size} "
                          f"elements differ")
 
