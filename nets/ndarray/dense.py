@@ -273,11 +273,13 @@ class NDArray:
     __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
     __truediv__, __rtruediv__ = _binary("divide"), _binary("divide", True)
     __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __mod__, __rmod__ = _binary("modulo"), _binary("modulo", True)
     __eq__, __ne__ = _binary("equal"), _binary("not_equal")
     __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
     __lt__, __le__ = _binary("lesser"), _binary("lesser_equal")
     __iadd__, __isub__ = _inplace("add"), _inplace("subtract")
     __imul__, __itruediv__ = _inplace("multiply"), _inplace("divide")
+    __imod__ = _inplace("modulo")
 
     def __neg__(self):
         return ops().negative(self)

@@ -1,2 +1,221 @@
-"""(being written)"""
-__all__ = []
+"""Elementwise binary operators, declared from one table (``_BINARY``).
+
+Each row gives MXNet's operators: ``broadcast_<op>`` (numpy broadcasting),
+``elemwise_<op>`` (same shape; add/sub/mul/div), ``_<op>_scalar`` and its reflected
+``_r<op>_scalar`` (array with a scalar ``scalar``), and the public ``add``/``subtract``/...
+that pick one of them from their arguments (an array or a scalar on either side), as
+NDArray's Python operators do. Results have the operands' dtype; comparisons give 0/1.
+
+Storage rules of two array operands, from each row's zero rule:
+
+================  =====================  =======================  ======================
+zero rule         csr op csr,            sparse op dense,         anything else
+                  rsp op rsp             dense op sparse          (csr with rsp, ...)
+================  =====================  =======================  ======================
+``intersection``  that stype: entries    the sparse stype: its    dense fallback
+(multiply)        stored in both         pattern, values times
+                                         the dense ones
+``union``         that stype: entries    dense, native: f of the  dense fallback
+(f(0, 0) == 0)    stored in either       dense operand and zero,
+                                         sparse values scattered
+none              dense fallback         dense, native (same)     dense fallback
+================  =====================  =======================  ======================
+
+A sparse operand's unstored entries are exact zeros, so with ``intersection``
+``0 * inf == 0`` (MXNet and scipy agree). Native sparse paths need the sparse operand(s)
+to have the output's shape (a dense operand may broadcast); broadcasting that enlarges
+a sparse operand falls back. Sparse outputs are canonical (sorted, unique entries;
+MXNet's csr + csr could emit duplicates). Entries that cancel (``x - x``) stay stored as
+explicit zeros, as in MXNet: dropping them would cost another pass.
+
+Array with scalar: the rule of ``nets.ops.unary`` on ``f(0, scalar)``: ``rsp * 2`` and
+``csr / 2`` keep the stype, ``rsp + 1`` is dense (filled natively), ``csr + 0`` keeps
+csr, ``csr / 0`` falls back (0 / 0 is nan).
+"""
+import numbers
+
+import numpy as np
+
+from ..base import ShapeError
+from ..ndarray.csr import CSRNDArray
+from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
+from .registry import _EMPTY, Op
+from .unary import map_op, positions, with_values
+
+__all__ = []  # extended below from the table
+
+UNION, INTERSECTION = "union", "intersection"
+_SAME_SHAPE = ("add", "sub", "mul", "div")  # the stems that also get elemwise_<stem>
+
+_BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, f, zero rule
+    ("add", "add", "plus", "plus", np.add, UNION),
+    ("subtract", "sub", "minus", "rminus", np.subtract, UNION),
+    ("multiply", "mul", "mul", "mul", np.multiply, INTERSECTION),
+    ("divide", "div", "div", "rdiv", np.divide, None),
+    ("modulo", "mod", "mod", "rmod", np.mod, None),
+    ("power", "power", "power", "rpower", np.power, None),
+    ("maximum", "maximum", "maximum", "maximum", np.maximum, UNION),
+    ("minimum", "minimum", "minimum", "minimum", np.minimum, UNION),
+    ("equal", "equal", "equal", "equal", np.equal, None),
+    ("not_equal", "not_equal", "not_equal", "not_equal", np.not_equal, UNION),
+    ("greater", "greater", "greater", "lesser", np.greater, UNION),
+    ("greater_equal", "greater_equal", "greater_equal", "lesser_equal", np.greater_equal, None),
+    ("lesser", "lesser", "lesser", "greater", np.less, UNION),
+    ("lesser_equal", "lesser_equal", "lesser_equal", "greater_equal", np.less_equal, None),
+)
+
+_STORAGE = {
+    INTERSECTION: "csr/row_sparse with the same stype keeps it (entries stored in both); a "
+                  "sparse operand with a dense one keeps the sparse stype",
+    UNION: "csr/row_sparse with the same stype keeps it (entries stored in either); a sparse "
+           "operand with a dense one gives dense natively",
+    None: "two sparse operands fall back to dense; a sparse operand with a dense one gives "
+          "dense natively",
+}
+
+
+def _apply(fn, x, y, dtype):
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(x, y)).astype(dtype, copy=False)
+
+
+def _out_shape(name, lhs, rhs, broadcast):
+    if not broadcast:
+        if lhs.shape != rhs.shape:
+            raise ShapeError(f"{name}: lhs shape {lhs.shape} and rhs shape {rhs.shape} must be "
+                             f"equal (use broadcast_* to broadcast)")
+        return lhs.shape
+    try:
+        return np.broadcast_shapes(lhs.shape, rhs.shape)
+    except ValueError:
+        raise ShapeError(f"{name}: lhs shape {lhs.shape} and rhs shape {rhs.shape} cannot be "
+                         f"broadcast together") from None
+
+
+def _sparse_dense(fn, keep_sparse, lhs, rhs):
+    """One sparse operand, one dense operand broadcastable to the sparse shape."""
+    sparse_left = lhs.stype != "default"
+    s, d = (lhs, rhs) if sparse_left else (rhs, lhs)
+    dtype = np.result_type(lhs.dtype, rhs.dtype)
+    dense = np.broadcast_to(d._np, s.shape)
+    at = positions(s)
+    values = (_apply(fn, s._data, dense[at], dtype) if sparse_left
+              else _apply(fn, dense[at], s._data, dtype))
+    if keep_sparse:
+        return with_values(s, values)
+    zero = np.zeros((), s.dtype)
+    out = _apply(fn, zero, dense, dtype) if sparse_left else _apply(fn, dense, zero, dtype)
+    out[at] = values  # `out` is fresh: f(0, dense) never aliases the dense operand
+    return NDArray(out, s.context)
+
+
+def _sparse_sparse(fn, zeros, a, b):
+    """Two canonical sparse arrays of one stype and shape: merge their patterns."""
+    from .. import kernels
+    dtype = np.result_type(a.dtype, b.dtype)
+    csr = a.stype == "csr"
+    ptrs = [x._indptr if csr else np.array([0, len(x._indices)], np.int64) for x in (a, b)]
+    if zeros == UNION:
+        indptr, indices, a_pos, b_pos = kernels.elemwise.union_pattern(
+            ptrs[0], a._indices, ptrs[1], b._indices)
+        av = np.zeros((len(indices),) + a._data.shape[1:], a.dtype)
+        bv = np.zeros((len(indices),) + b._data.shape[1:], b.dtype)
+        av[a_pos], bv[b_pos] = a._data, b._data
+        data = _apply(fn, av, bv, dtype)
+    else:
+        indptr, a_sel, b_sel = kernels.elemwise.intersect_pattern(
+            ptrs[0], a._indices, ptrs[1], b._indices)
+        data = _apply(fn, a._data[a_sel], b._data[b_sel], dtype)
+        indices = a._indices[a_sel]
+    if csr:
+        return CSRNDArray(data, indices, indptr, a.shape, a.context)
+    return RowSparseNDArray(data, indices, a.shape, a.context)
+
+
+def _binary_op(name, fn, zeros, broadcast, doc):
+    op = Op(name, ("lhs", "rhs"), doc=f"{doc}\n\nStorage: {_STORAGE[zeros]}; other mixes fall "
+                                      f"back (see ``nets.ops.elemwise``).")
+
+    @op.infer
+    def _(lhs, rhs):
+        if lhs == rhs:
+            return lhs if lhs == "default" or zeros else "default"
+        if zeros == INTERSECTION and "default" in (lhs, rhs):
+            return lhs if rhs == "default" else rhs
+        return "default"
+
+    def run(lhs, rhs):
+        shape = _out_shape(name, lhs, rhs, broadcast)
+        if lhs.stype == rhs.stype == "default":
+            dtype = np.result_type(lhs.dtype, rhs.dtype)
+            return NDArray(_apply(fn, lhs._np, rhs._np, dtype), lhs.context)
+        if any(x.stype != "default" and x.shape != shape for x in (lhs, rhs)):
+            return NotImplemented  # a sparse operand would be broadcast: fallback
+        if lhs.stype == rhs.stype:
+            return _sparse_sparse(fn, zeros, lhs, rhs)
+        return _sparse_dense(fn, zeros == INTERSECTION, lhs, rhs)
+
+    patterns = [("default", "default")]
+    for st in ("csr", "row_sparse"):
+        patterns += [(st, "default"), ("default", st)] + ([(st, st)] if zeros else [])
+    for pattern in patterns:
+        op.impl(*pattern)(run)
+    return op
+
+
+def _is_scalar(x):
+    return isinstance(x, (numbers.Number, np.generic))
+
+
+def _public(name, fn, array_op, scalar_op, rscalar_op):
+    scalar_ops = sorted({scalar_op.name, rscalar_op.name})
+
+    def public(lhs, rhs):
+        if _is_scalar(rhs):
+            return fn(lhs, rhs) if _is_scalar(lhs) else scalar_op(lhs, scalar=float(rhs))
+        if _is_scalar(lhs):
+            return rscalar_op(rhs, scalar=float(lhs))
+        return array_op(lhs, rhs)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"``{name}(lhs, rhs)`` elementwise, an array or a scalar on either side: "
+                      f"two arrays run ``{array_op.name}`` (numpy broadcasting), an array "
+                      f"and a scalar ``{'`` or ``'.join(scalar_ops)}``; see those for "
+                      f"storage rules.")
+    return public
+
+
+def _scalar_op(stem, fn, reflected):
+    expr = f"{fn.__name__}(scalar, data)" if reflected else f"{fn.__name__}(data, scalar)"
+    f = (lambda x, scalar: fn(scalar, x)) if reflected else (lambda x, scalar: fn(x, scalar))
+    return map_op(f"_{stem}_scalar", f, {"scalar": _EMPTY},
+                  f"Elementwise ``{expr}`` with a Python scalar ``scalar``.")
+
+
+def _declare(name, stem, sstem, rstem, fn, zeros):
+    """The public function and array operators of one ``_BINARY`` row, by name."""
+    what = f"``{fn.__name__}(lhs, rhs)``"
+    bop = _binary_op(f"broadcast_{stem}", fn, zeros, True,
+                     f"Elementwise {what} with numpy broadcasting.")
+    out = {name: _public(name, fn, bop, SCALAR_OPS[f"_{sstem}_scalar"],
+                         SCALAR_OPS[f"_{rstem}_scalar"]), bop.name: bop}
+    if stem in _SAME_SHAPE:
+        out[f"elemwise_{stem}"] = _binary_op(
+            f"elemwise_{stem}", fn, zeros, False,
+            f"Elementwise {what} of two arrays of the same shape (``ShapeError`` otherwise).")
+    return out
+
+
+# Private operators (MXNet's _internal), not in __all__: _plus_scalar, _rminus_scalar, ...
+SCALAR_OPS = {f"_{sstem}_scalar": _scalar_op(sstem, fn, False)
+              for _, _, sstem, _, fn, _ in _BINARY}
+SCALAR_OPS.update({f"_{rstem}_scalar": _scalar_op(rstem, fn, True)  # f(scalar, x)
+                   for _, _, _, rstem, fn, _ in _BINARY if f"_{rstem}_scalar" not in SCALAR_OPS})
+globals().update(SCALAR_OPS)
+for _row in _BINARY:
+    _ops = _declare(*_row)
+    globals().update(_ops)
+    __all__ += list(_ops)
+broadcast_plus, broadcast_minus = globals()["broadcast_add"], globals()["broadcast_sub"]
+__all__ += ["broadcast_plus", "broadcast_minus"]
+del _row, _ops

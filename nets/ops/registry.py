@@ -3,10 +3,13 @@
 1. its signature (array inputs, then attributes with defaults);
 2. ``@op.infer``: storage-type inference from input stypes (+ attributes) —
    the one table used by imperative calls, graphs, docs and the test matrix;
-3. ``@op.impl(*stypes)``: implementations keyed by input stype patterns;
-4. a dense fallback: when no pattern matches, sparse inputs are densified, the
-   all-default implementation runs, the result is cast to the inferred stype
-   and ``StorageFallbackWarning`` names the op, the stypes and the bytes;
+3. ``@op.impl(*stypes)``: implementations keyed by input stype patterns; one may
+   return ``NotImplemented`` to decline a case its stypes alone cannot rule out
+   (an attribute value, a broadcast shape);
+4. a dense fallback: when no pattern matches (or the impl declined), sparse
+   inputs are densified, the all-default implementation runs, the result is
+   cast to the inferred stype and ``StorageFallbackWarning`` names the op, the
+   stypes and the bytes;
 5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``).
 
 Patterns hold stypes, ``'*'`` (anything, including an absent optional input)
@@ -183,10 +186,11 @@ class Op:
         stypes = tuple(stype_of(x) for x in inputs)
         out_stypes = self.infer_stype(*stypes, **attrs)
         fn = self.find_impl(stypes)
-        fallback = fn is None
+        result = NotImplemented if fn is None else fn(*inputs, **attrs)
+        fallback = result is NotImplemented  # no impl, or the impl declined these attrs/shapes
         if fallback:
             inputs, fn = self._fallback(inputs, stypes)
-        result = fn(*inputs, **attrs)
+            result = fn(*inputs, **attrs)
         outputs = tuple(result) if isinstance(result, (list, tuple)) else (result,)
         if fallback:
             cast = OPS["cast_storage"]
