@@ -212,6 +212,8 @@ class NDArray:
                     return
             else:
                 value = value._np
+        if self._np.ndim == 0 and isinstance(key, slice) and key == slice(None):
+            key = ...  # numpy cannot slice a 0-d array; x[:] = v means "all of x"
         self._np[key] = value
 
     def _check_same_shape(self, value, name):

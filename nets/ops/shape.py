@@ -20,6 +20,17 @@ take(rsp, default)                         default         lookup of the stored 
 where(csr, default, default)               default         copy y, write x at stored places
 anything else with a sparse input          default         dense fallback (warns)
 =========================================  ==============  =================================
+
+Gradients (the vjp beside each op): reshape / flatten / expand_dims reshape back,
+transpose applies the inverse permutation, concat slices, stack unstacks, split
+concatenates (stacks with ``squeeze_axis``), slice / slice_axis / take / pick scatter
+the gradient into zeros of the input's shape (``take`` adds repeated indices; clipped
+or wrapped indices send their gradient to the position they read), broadcast_to sums
+over the broadcast axes, where routes it to ``x`` or ``y``. Indices, conditions and
+CSR inputs get none (a CSR array is data - a batch - never a parameter, as in MXNet).
+A row_sparse gradient stays row_sparse where the op maps rows to rows (concat, split,
+flatten); ``take(row_sparse, indices)`` along axis 0 gives the embedding gradient: row_sparse,
+holding the taken rows with repeated ones summed. Otherwise gradients are dense.
 """
 import builtins
 
@@ -29,7 +40,9 @@ from ..base import INDEX_DTYPE, NetsError, ShapeError, as_dtype
 from ..ndarray.csr import CSRNDArray, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
+from .elemwise import multiply
 from .registry import _EMPTY, Op
+from .sparse_ops import _sum_by_key, cast_storage, zeros_like
 
 __all__ = ["reshape", "Reshape", "transpose", "concat", "Concat", "stack", "split", "slice",
            "slice_axis", "take", "expand_dims", "broadcast_to", "flatten", "Flatten", "one_hot",
@@ -53,6 +66,32 @@ def _dense(x, a):
 def _copy(a):
     """A C-contiguous copy of numpy ``a`` (ops never return views of their input)."""
     return np.array(a, order="C", copy=True)
+
+
+def _dense_grad(g):
+    """Gradient ``g`` as a dense array (gradients may arrive in any storage type)."""
+    return g if g.stype == "default" else cast_storage(g, stype="default")
+
+
+def _vjp(op, *constant):
+    """Register ``fn(node, *out_grads) -> one gradient per input`` as ``op``'s vjp.
+
+    Inputs named in ``constant`` (indices, conditions) and CSR inputs (data, never
+    parameters) get None, and ``fn`` is not called when no other input is left.
+    """
+    def register(fn):
+        @op.vjp
+        def vjp(node, *out_grads):
+            names = op.inputs * len(node.inputs) if op.variadic else op.inputs
+            live = [x is not None and x.stype != "csr" and n not in constant
+                    for x, n in zip(node.inputs, names)]
+            if not any(live):
+                return (None,) * len(live)
+            grads = fn(node, *out_grads)
+            grads = tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+            return tuple(g if ok else None for g, ok in zip(grads, live))
+        return vjp
+    return register
 
 
 def _int_indices(x, op, name="indices"):
@@ -208,6 +247,11 @@ def _(data, shape, reverse):
     return _dense(data, _copy(data._np).reshape(_reshape_target(shape, data.shape, reverse)))
 
 
+@_vjp(reshape)
+def _(node, g):
+    return reshape(_dense_grad(g), shape=node.inputs[0].shape)
+
+
 Reshape = reshape  # MXNet's deprecated capitalised name
 
 
@@ -243,6 +287,12 @@ def _(data, axes):
 @transpose.impl("default")
 def _(data, axes):
     return _dense(data, _copy(data._np.transpose(_perm(axes, data.ndim))))
+
+
+@_vjp(transpose)
+def _(node, g):
+    inverse = np.argsort(_perm(node.attrs["axes"], g.ndim))
+    return transpose(_dense_grad(g), axes=tuple(int(a) for a in inverse))
 
 
 # -- concat / stack / split --------------------------------------------------------------
@@ -321,6 +371,25 @@ def _(*data, dim):
     return _dense(data[0], np.concatenate([x._np for x in data], axis=dim))
 
 
+def _rsp_slice_axis(x, axis, begin, end):
+    """``slice_axis`` of a row_sparse ``x`` as row_sparse (``0 <= begin <= end``)."""
+    shape = x.shape[:axis] + (end - begin,) + x.shape[axis + 1:]
+    if axis == 0:
+        keep = (x._indices >= begin) & (x._indices < end)
+        return RowSparseNDArray(x._data[keep], x._indices[keep] - begin, shape, x.context)
+    key = (builtins.slice(None),) * axis + (builtins.slice(begin, end),)
+    return RowSparseNDArray(_copy(x._data[key]), x._indices.copy(), shape, x.context)
+
+
+@_vjp(concat)
+def _(node, g):
+    dim = _axis(node.attrs["dim"], g.ndim, "dim")
+    piece = _rsp_slice_axis if g.stype == "row_sparse" else slice_axis
+    g = g if g.stype == "row_sparse" else _dense_grad(g)
+    cuts = np.cumsum([0] + [x.shape[dim] for x in node.inputs]).tolist()
+    return tuple(piece(g, axis=dim, begin=b, end=e) for b, e in zip(cuts[:-1], cuts[1:]))
+
+
 Concat = concat  # MXNet's deprecated capitalised name
 
 stack = Op("stack", ("*data",), {"axis": 0}, doc="""\
@@ -343,6 +412,13 @@ def _(*data, axis):
                              f"{data[0].shape}; all must be equal")
     axis = _axis(axis, data[0].ndim, extra=1)
     return _dense(data[0], np.stack([x._np for x in data], axis=axis))
+
+
+@_vjp(stack)
+def _(node, g):
+    parts = split(_dense_grad(g), num_outputs=len(node.inputs), axis=node.attrs["axis"],
+                  squeeze_axis=True)
+    return parts if isinstance(parts, list) else (parts,)
 
 
 split = Op("split", ("data",), {"num_outputs": _EMPTY, "axis": 1, "squeeze_axis": False},
@@ -376,6 +452,16 @@ def _(data, num_outputs, axis, squeeze_axis):
                          f"num_outputs={n} and shape {data.shape} (axis={axis})")
     parts = np.split(data._np, n, axis=axis)
     return [_dense(data, _copy(np.squeeze(p, axis) if squeeze_axis else p)) for p in parts]
+
+
+@_vjp(split)
+def _(node, *grads):
+    axis = node.attrs["axis"]
+    if node.attrs["squeeze_axis"]:
+        return stack(*map(_dense_grad, grads), axis=axis)
+    if not all(g.stype == "row_sparse" for g in grads):  # all row_sparse: a row_sparse concat
+        grads = map(_dense_grad, grads)
+    return concat(*grads, dim=axis)
 
 
 # -- slicing ------------------------------------------------------------------------
@@ -434,6 +520,31 @@ def _(data, begin, end, step):
     return _dense(data, _copy(data._np[_slice_key(data.shape, begin, end, step)]))
 
 
+@_vjp(slice)
+def _(node, g):
+    return _backward_slice(_dense_grad(g), shape=node.inputs[0].shape, **node.attrs)
+
+
+_backward_slice = Op("_backward_slice", ("data",),
+                     {"shape": _EMPTY, "begin": _EMPTY, "end": _EMPTY, "step": None}, doc="""\
+The adjoint of ``slice``: zeros of ``shape`` with ``data`` written at the slice (the
+gradient of ``slice`` and ``slice_axis``; its own gradient is ``slice``).
+""")
+
+
+@_backward_slice.impl("default")
+def _(data, shape, begin, end, step):
+    out = np.zeros(shape, data.dtype)
+    out[_slice_key(shape, begin, end, step)] = data._np
+    return _dense(data, out)
+
+
+@_vjp(_backward_slice)
+def _(node, g):
+    a = node.attrs
+    return slice(_dense_grad(g), begin=a["begin"], end=a["end"], step=a["step"])
+
+
 slice_axis = Op("slice_axis", ("data",), {"axis": _EMPTY, "begin": _EMPTY, "end": _EMPTY},
                 doc="""\
 ``data`` restricted to ``begin:end`` along ``axis`` (``end=None``: to the end;
@@ -462,6 +573,14 @@ def _(data, axis, begin, end):
     return _dense(data, _copy(data._np[_axis_key(data.shape, axis, begin, end)]))
 
 
+@_vjp(slice_axis)
+def _(node, g):
+    shape, a = node.inputs[0].shape, node.attrs
+    lead = (None,) * _axis(a["axis"], len(shape))
+    return _backward_slice(_dense_grad(g), shape=shape, begin=lead + (a["begin"],),
+                           end=lead + (a["end"],))
+
+
 # -- take -----------------------------------------------------------------------------
 
 take = Op("take", ("a", "indices"), {"axis": 0, "mode": "clip"}, doc="""\
@@ -484,10 +603,10 @@ def _(a, indices, axis, mode):
     return "csr" if a == "csr" else "default"
 
 
-def _take_indices(a, indices, axis, mode):
-    """(axis, in-range int64 indices) after applying ``mode``."""
-    axis = _axis(axis, a.ndim)
-    return axis, _mode_indices(_int_indices(indices, "take"), a.shape[axis], mode, "take",
+def _take_indices(shape, indices, axis, mode):
+    """(axis, in-range int64 indices) for taking from an array of ``shape``, after ``mode``."""
+    axis = _axis(axis, len(shape))
+    return axis, _mode_indices(_int_indices(indices, "take"), shape[axis], mode, "take",
                                f"axis {axis}")
 
 
@@ -512,7 +631,7 @@ def _mode_indices(idx, n, mode, op, where):
 def _(a, indices, axis, mode):
     if indices.ndim != 1:
         raise ShapeError(f"take on a csr array needs 1-D indices, got shape {indices.shape}")
-    axis, idx = _take_indices(a, indices, axis, mode)
+    axis, idx = _take_indices(a.shape, indices, axis, mode)
     if axis == 0:
         return _csr_rows(a, idx)
     return _csr_transpose(_csr_rows(_csr_transpose(a), idx))
@@ -520,7 +639,7 @@ def _(a, indices, axis, mode):
 
 @take.impl("row_sparse", "default")
 def _(a, indices, axis, mode):
-    axis, idx = _take_indices(a, indices, axis, mode)
+    axis, idx = _take_indices(a.shape, indices, axis, mode)
     if axis > 0:  # rows are unchanged: gather within the stored rows
         out = np.zeros(a.shape[:axis] + idx.shape + a.shape[axis + 1:], a.dtype)
         out[a._indices] = np.take(a._data, idx, axis=axis)
@@ -535,8 +654,50 @@ def _(a, indices, axis, mode):
 
 @take.impl("default", "default")
 def _(a, indices, axis, mode):
-    axis, idx = _take_indices(a, indices, axis, mode)
+    axis, idx = _take_indices(a.shape, indices, axis, mode)
     return _dense(a, np.take(a._np, idx, axis=axis))
+
+
+@_vjp(take, "indices")
+def _(node, g):
+    a, indices = node.inputs
+    axis = _axis(node.attrs["axis"], a.ndim)
+    return _backward_take(_dense_grad(g), indices, shape=a.shape, axis=axis,
+                          mode=node.attrs["mode"],
+                          stype="row_sparse" if a.stype == "row_sparse" and axis == 0
+                          else "default"), None
+
+
+_backward_take = Op("_backward_take", ("data", "indices"),
+                    {"shape": _EMPTY, "axis": 0, "mode": "clip", "stype": "default"}, doc="""\
+The adjoint of ``take``: zeros of ``shape`` with the slices of ``data`` added at
+``indices`` along ``axis`` (repeated indices add up). ``stype='row_sparse'`` (``axis``
+0) stores only the rows taken: the embedding gradient. Its own gradient is ``take``.
+""")
+
+
+@_backward_take.infer
+def _(data, indices, shape, axis, mode, stype):
+    return stype
+
+
+@_backward_take.impl("default", "default")
+def _(data, indices, shape, axis, mode, stype):
+    axis, idx = _take_indices(shape, indices, axis, mode)
+    # Sort the indices and add up the runs of equal ones (axis moved to the front).
+    rows, sums = _sum_by_key(idx.reshape(-1), np.moveaxis(
+        data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:]), axis, 0))
+    if stype == "row_sparse":
+        return RowSparseNDArray(sums, rows, shape, data.context)
+    out = np.zeros(shape, data.dtype)
+    np.moveaxis(out, axis, 0)[rows] = sums
+    return _dense(data, out)
+
+
+@_vjp(_backward_take, "indices")
+def _(node, g):
+    a = node.attrs
+    return take(_dense_grad(g), node.inputs[1], axis=a["axis"], mode=a["mode"]), None
 
 
 # -- expand_dims / broadcast_to / flatten ---------------------------------------------------
@@ -550,6 +711,11 @@ Sparse inputs fall back.
 @expand_dims.impl("default")
 def _(data, axis):
     return _dense(data, _copy(np.expand_dims(data._np, _axis(axis, data.ndim, extra=1))))
+
+
+@_vjp(expand_dims)
+def _(node, g):
+    return reshape(_dense_grad(g), shape=node.inputs[0].shape)
 
 
 broadcast_to = Op("broadcast_to", ("data",), {"shape": _EMPTY}, doc="""\
@@ -571,6 +737,15 @@ def _(data, shape):
     if any(s not in (1, t) for s, t in zip(src, full[lead:])):
         raise ShapeError(f"broadcast_to: cannot broadcast shape {src} to shape={target}")
     return _dense(data, _copy(np.broadcast_to(data._np, full)))
+
+
+@_vjp(broadcast_to)
+def _(node, g):
+    src = node.inputs[0].shape
+    lead = g.ndim - len(src)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(src)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    return _dense(g, np.sum(_dense_grad(g)._np, axis=axes, keepdims=True).reshape(src))
 
 
 flatten = Op("flatten", ("data",), doc="""\
@@ -608,6 +783,15 @@ def _(data):
     return _dense(data, _copy(data._np).reshape(_flat_shape(data.shape)))
 
 
+@_vjp(flatten)
+def _(node, g):
+    shape = node.inputs[0].shape
+    if g.stype == "row_sparse":  # rows stay rows: unflatten the stored ones
+        return RowSparseNDArray(_copy(g._data).reshape((len(g._indices),) + shape[1:]),
+                                g._indices.copy(), shape, g.context)
+    return reshape(_dense_grad(g), shape=shape)
+
+
 Flatten = flatten  # MXNet's deprecated capitalised name
 
 
@@ -630,6 +814,9 @@ def _(indices, depth, on_value, off_value, dtype):
     valid = np.flatnonzero((idx >= 0) & (idx < depth))
     out[valid, idx[valid]] = on_value
     return _dense(indices, out.reshape(indices.shape + (int(depth),)))
+
+
+one_hot.vjp(lambda node, g: None)  # indices have no gradient
 
 
 where = Op("where", ("condition", "x", "y"), doc="""\
@@ -668,6 +855,13 @@ def _(condition, x, y):
     return _dense(x, np.where(cond != 0, x._np, y._np))
 
 
+@_vjp(where, "condition")
+def _(node, g):
+    g = _dense_grad(g)
+    zero = zeros_like(g)
+    return None, where(node.inputs[0], g, zero), where(node.inputs[0], zero, g)
+
+
 pick = Op("pick", ("data", "index"), {"axis": -1, "keepdims": False, "mode": "clip"}, doc="""\
 Pick one element along ``axis`` per position: ``out[i, j] = data[i, index[i, j], j]``
 for ``axis=1``. ``index`` has ``data``'s shape without ``axis`` (MXNet); ``mode``
@@ -676,14 +870,31 @@ class-probability gather of a softmax cross-entropy.
 """)
 
 
-@pick.impl("default", "default")
-def _(data, index, axis, keepdims, mode):
-    axis = _axis(axis, data.ndim)
-    expected = data.shape[:axis] + data.shape[axis + 1:]
+def _pick_indices(shape, index, axis, mode):
+    """(axis, in-range int64 indices of shape ``shape`` without ``axis``) after ``mode``."""
+    axis = _axis(axis, len(shape))
+    expected = shape[:axis] + shape[axis + 1:]
     if index.size != int(np.prod(expected)):
         raise ShapeError(f"pick: index has shape {index.shape}; expected {expected} (data shape "
-                         f"{data.shape} without axis {axis})")
-    idx = _mode_indices(_int_indices(index, "pick", "index").reshape(expected),
-                        data.shape[axis], mode, "pick", f"axis {axis}")
+                         f"{shape} without axis {axis})")
+    return axis, _mode_indices(_int_indices(index, "pick", "index").reshape(expected),
+                               shape[axis], mode, "pick", f"axis {axis}")
+
+
+@pick.impl("default", "default")
+def _(data, index, axis, keepdims, mode):
+    axis, idx = _pick_indices(data.shape, index, axis, mode)
     out = np.take_along_axis(data._np, np.expand_dims(idx, axis), axis)
     return _dense(data, _copy(out if keepdims else np.squeeze(out, axis)))
+
+
+@_vjp(pick, "index")
+def _(node, g):
+    data, index = node.inputs
+    axis, idx = _pick_indices(data.shape, index, node.attrs["axis"], node.attrs["mode"])
+    # one_hot(idx) * g puts each gradient at its picked position along a new last axis,
+    # which the transpose moves to `axis`.
+    hot = one_hot(_dense(index, np.asarray(idx)), depth=data.shape[axis], dtype=g.dtype)
+    grad = multiply(hot, reshape(_dense_grad(g), shape=idx.shape + (1,)))
+    last = data.ndim - 1
+    return transpose(grad, axes=tuple(range(axis)) + (last,) + tuple(range(axis, last))), None
