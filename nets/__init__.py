@@ -3,7 +3,7 @@
 ``import nets`` is cheap: it neither imports numba nor compiles kernels; those
 load and compile on first use (and are cached on disk).
 """
-from . import autograd, init, ndarray, random, test_utils
+from . import autograd, init, metric, ndarray, random, test_utils
 from . import ndarray as nd
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context,
                    gpu, num_gpus)
@@ -14,5 +14,5 @@ _sys.modules[__name__ + ".nd"] = ndarray  # `import nets.nd` / `from nets.nd imp
 
 __version__ = "0.1.0"
 
-__all__ = ["autograd", "init", "nd", "ndarray", "random", "test_utils", "Context", "cpu", "gpu", "num_gpus",
+__all__ = ["autograd", "init", "metric", "nd", "ndarray", "random", "test_utils", "Context", "cpu", "gpu", "num_gpus",
            "current_context", "NetsError", "StorageFallbackWarning", "__version__"]
