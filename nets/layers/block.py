@@ -133,11 +133,18 @@ class Block:
         for p in self.collect_params().values():
             p.cast(dtype)
 
-    def save_parameters(self, filename):
-        """Save parameters (sparse ones as sparse) to ``filename`` (``.npz``)."""
+    def save_parameters(self, filename, extra=None):
+        """Save parameters (sparse ones as sparse) to ``filename`` (``.npz``); ``extra`` is
+        any JSON-able configuration stored beside them (read back by ``read_extra``)."""
         params = self._structural_params()
         save_arrays(filename, {k: p.data() for k, p in params.items()},
-                    {"kind": "parameters", "names": {k: p.name for k, p in params.items()}})
+                    {"kind": "parameters", "names": {k: p.name for k, p in params.items()},
+                     "extra": extra})
+
+    @staticmethod
+    def read_extra(filename):
+        """The ``extra`` configuration a ``save_parameters`` file holds (None if none)."""
+        return load_arrays(filename)[1].get("extra")
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
         """Load parameters saved by ``save_parameters``; shapes must match exactly."""
