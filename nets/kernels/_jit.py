@@ -1,5 +1,11 @@
 """The one way kernels are compiled: lazily, cached on disk, GIL released."""
+import os
+
 import numba
+
+# NUMBA_BOUNDSCHECK does not reach inside prange loops, so the bounds-checked test run sets
+# NETS_SERIAL_KERNELS=1 to compile parallel kernels serially (prange becomes range).
+_SERIAL = os.environ.get("NETS_SERIAL_KERNELS") == "1"
 
 
 def jit(fn=None, *, parallel=False):
@@ -7,5 +13,5 @@ def jit(fn=None, *, parallel=False):
 
     No explicit signatures: those would compile at import.
     """
-    wrap = numba.njit(cache=True, nogil=True, parallel=parallel)
+    wrap = numba.njit(cache=True, nogil=True, parallel=parallel and not _SERIAL)
     return wrap if fn is None else wrap(fn)

@@ -1,2 +1,203 @@
-"""(being written)"""
-__all__ = []
+"""``dot``: matrix products over every combination of dense, CSR and row-sparse operands."""
+import math
+
+import numpy as np
+
+from ..base import DTypeError, ShapeError
+from ..ndarray.csr import CSRNDArray
+from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
+from .registry import Op
+
+__all__ = ["dot"]
+
+dot = Op("dot", ("lhs", "rhs"), {"transpose_a": False, "transpose_b": False}, doc="""\
+Dot product ``op(lhs) . op(rhs)``, ``op(x)`` being ``x.T`` when ``transpose_a``/``transpose_b``.
+
+Dense operands follow MXNet: 1-D . 1-D is the inner product (shape ``(1,)``), 2-D the matrix
+product, N-D a sum over the last axis of ``lhs`` and the first axis of ``rhs`` (with
+``transpose_a`` the first axis of ``lhs``, with ``transpose_b`` the last axis of ``rhs``).
+As soon as one operand is sparse, both must be 2-D. Both operands need the same dtype,
+which the output keeps.
+
+Output storage type, first rule that applies:
+
+1. ``csr`` when ``rhs`` is an untransposed csr (the output columns are its touched columns),
+   or both operands are csr (scipy's sparse product);
+2. ``row_sparse`` when the output rows are sparse: ``lhs`` is a transposed csr (rows = its
+   touched columns, the weight gradient of a sparse first layer) or an untransposed
+   row_sparse (rows = its stored rows);
+3. ``default`` otherwise.
+
+This agrees with every rule MXNet documents: ``dense . dense``, ``csr . dense``,
+``csr . row_sparse`` -> default, ``csr.T . dense``, ``csr.T . row_sparse`` -> row_sparse,
+``dense . csr`` -> csr, ``dense . csr.T`` -> default (MXNet's ``forward_stype='default'``).
+Where MXNet fell back to a dense output, nets keeps the sparsity instead (csr.T . x.T,
+dense.T . csr, csr . csr, row_sparse . x, row_sparse.T . csr). MXNet's ``csr.T . dense``
+also filled an n_features x n block before compacting it; here memory is
+O(nnz + touched * n).
+
+Every combination runs natively and no sparse operand is densified: ``csr . dense``,
+``csr . dense.T`` and ``csr.T . dense`` are Numba kernels (``nets.kernels.csr``);
+``dense . csr`` reuses them through ``a . b = (b.T . a.T).T``; ``csr . csr`` is scipy; a
+row_sparse operand is reduced to its stored rows, gathering or scattering the matching
+rows/columns of the other operand.
+""")
+
+
+@dot.infer
+def _(lhs, rhs, transpose_a, transpose_b):
+    if (lhs == rhs == "csr") or (rhs == "csr" and not transpose_b):
+        return "csr"
+    if (lhs == "csr" and transpose_a) or (lhs == "row_sparse" and not transpose_a):
+        return "row_sparse"
+    return "default"
+
+
+def _check_dtypes(lhs, rhs):
+    if lhs.dtype != rhs.dtype:
+        raise DTypeError(f"dot: lhs has dtype {lhs.dtype} and rhs {rhs.dtype}; cast one "
+                         f"(e.g. rhs.astype({str(lhs.dtype)!r}))")
+
+
+def _shape_error(lhs, rhs, transpose_a, transpose_b, why):
+    return ShapeError(f"dot: {why}: lhs {lhs.stype} {lhs.shape} (transpose_a={transpose_a}), "
+                      f"rhs {rhs.stype} {rhs.shape} (transpose_b={transpose_b})")
+
+
+@dot.impl("default", "default")
+def _(lhs, rhs, transpose_a, transpose_b):
+    _check_dtypes(lhs, rhs)
+    a, b = lhs._np, rhs._np
+    if a.ndim == 0 or b.ndim == 0:
+        raise _shape_error(lhs, rhs, transpose_a, transpose_b, "operands must be at least 1-D")
+    # MXNet's view: lhs as (free, k) or (k, free) with transpose_a; rhs as (k, free)/(free, k)
+    a_free = a.shape[1:] if transpose_a else a.shape[:-1]
+    b_free = b.shape[:-1] if transpose_b else b.shape[1:]
+    a2 = (a.reshape(a.shape[0], math.prod(a_free)).T if transpose_a
+          else a.reshape(math.prod(a_free), a.shape[-1]))
+    b2 = (b.reshape(math.prod(b_free), b.shape[-1]).T if transpose_b
+          else b.reshape(b.shape[0], math.prod(b_free)))
+    if a2.shape[1] != b2.shape[0]:
+        raise _shape_error(lhs, rhs, transpose_a, transpose_b,
+                           f"contracted sizes differ ({a2.shape[1]} vs {b2.shape[0]})")
+    out = np.matmul(a2, b2).reshape(a_free + b_free or (1,))
+    return NDArray(out, lhs.context)
+
+
+@dot.impl("*", "*")
+def _(lhs, rhs, transpose_a, transpose_b):
+    _check_dtypes(lhs, rhs)
+    if lhs.ndim != 2 or rhs.ndim != 2:
+        raise _shape_error(lhs, rhs, transpose_a, transpose_b, "sparse dot needs 2-D operands")
+    k_lhs, k_rhs = lhs.shape[0 if transpose_a else 1], rhs.shape[1 if transpose_b else 0]
+    if k_lhs != k_rhs:
+        raise _shape_error(lhs, rhs, transpose_a, transpose_b,
+                           f"contracted sizes differ ({k_lhs} vs {k_rhs})")
+    return _dot2(lhs, rhs, transpose_a, transpose_b)
+
+
+def _dot2(lhs, rhs, ta, tb):
+    """dot of validated 2-D operands of any stypes (row_sparse reduced to its stored rows)."""
+    if lhs.stype == "row_sparse":
+        rows = NDArray(lhs._data, lhs.context)
+        if not ta:  # lhs rows are output rows
+            return _scatter_rows(_dot2(rows, rhs, False, tb), lhs._indices, lhs.shape[0])
+        # lhs rows are contracted: only the matching rows of op(rhs) count
+        return _dot2(rows, _take(rhs, lhs._indices, axis=1 if tb else 0), True, tb)
+    if rhs.stype == "row_sparse":
+        rows = NDArray(rhs._data, rhs.context)
+        if tb:  # rhs rows are output columns
+            return _scatter_cols(_dot2(lhs, rows, ta, True), rhs._indices, rhs.shape[0])
+        return _dot2(_take(lhs, rhs._indices, axis=0 if ta else 1), rows, ta, False)
+    if lhs.stype == "csr" and rhs.stype == "csr":
+        a, b = lhs.asscipy(), rhs.asscipy()
+        return _from_scipy((a.T if ta else a) @ (b.T if tb else b), lhs.context)
+    if lhs.stype == "default" and rhs.stype == "default":
+        a, b = lhs._np, rhs._np
+        return NDArray((a.T if ta else a) @ (b.T if tb else b), lhs.context)
+    if lhs.stype == "default":  # dense . csr = (csr.T . dense.T).T
+        return _transpose(_csr_dense(rhs, lhs, not tb, not ta))
+    return _csr_dense(lhs, rhs, ta, tb)
+
+
+def _csr_dense(x, w, ta, tb):
+    """``op(x) . op(w)`` for CSR ``x`` and dense ``w``."""
+    from .. import kernels
+    parts, w, ctx = (x._indptr, x._indices, x._data), w._np, x.context
+    if not ta:
+        if tb:  # (w . x.T).T: w is (n, k), the FullyConnected weight layout
+            out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), *parts).T
+            return NDArray(np.ascontiguousarray(out), ctx)
+        return NDArray(kernels.csr.csr_dense(*parts, np.ascontiguousarray(w)), ctx)
+    cols, slot = np.unique(x._indices, return_inverse=True)  # output rows: touched columns
+    block = kernels.csr.csr_t_dense(x._indptr, slot.astype(np.int64, copy=False), x._data,
+                                    np.ascontiguousarray(w.T if tb else w), len(cols))
+    return RowSparseNDArray(block, cols, (x.shape[1], block.shape[1]), ctx)
+
+
+def _transpose(x):
+    """Transpose a dense result, or a row_sparse one into the CSR of its stored columns."""
+    if x.stype == "default":
+        return NDArray(np.ascontiguousarray(x._np.T), x.context)
+    block, cols = x._data, x._indices
+    rows, n = x.shape[1], len(cols)
+    return CSRNDArray(np.ascontiguousarray(block.T).reshape(-1), np.tile(cols, rows),
+                      np.arange(rows + 1, dtype=np.int64) * n, (rows, x.shape[0]), x.context)
+
+
+def _from_scipy(m, ctx):
+    m = m.tocsr()
+    m.sort_indices()
+    return CSRNDArray(m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64), m.shape, ctx)
+
+
+def _take(x, idx, axis):
+    """Rows (axis 0) or columns (axis 1) ``idx`` (sorted unique) of 2-D ``x``, same stype."""
+    shape = (len(idx), x.shape[1]) if axis == 0 else (x.shape[0], len(idx))
+    if x.stype == "default":
+        return NDArray(np.take(x._np, idx, axis=axis), x.context)
+    if x.stype == "row_sparse":
+        if axis == 1:
+            return RowSparseNDArray(x._data[:, idx], x._indices, shape, x.context)
+        pos, found = _lookup(x._indices, idx)
+        return RowSparseNDArray(x._data[pos[found]], np.flatnonzero(found), shape, x.context)
+    if axis == 0:
+        start, count = x._indptr[idx], np.diff(x._indptr)[idx]
+        indptr = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(count, out=indptr[1:])
+        pick = np.repeat(start - indptr[:-1], count) + np.arange(indptr[-1])
+        return CSRNDArray(x._data[pick], x._indices[pick], indptr, shape, x.context)
+    # columns: look each column up in idx, drop absent ones, renumber to positions in idx
+    pos, found = _lookup(idx, x._indices)
+    kept = np.concatenate(([0], np.cumsum(found)))
+    return CSRNDArray(x._data[found], pos[found], kept[x._indptr], shape, x.context)
+
+
+def _lookup(table, keys):
+    """Positions of ``keys`` in sorted ``table`` and whether each key is there."""
+    pos = np.searchsorted(table, keys)
+    found = np.zeros(len(keys), bool) if len(table) == 0 else (
+        table[np.minimum(pos, len(table) - 1)] == keys)
+    return pos, found
+
+
+def _scatter_rows(x, rows, n_rows):
+    """A result for the stored rows of a row_sparse lhs, placed at ``rows`` of ``n_rows``."""
+    shape = (n_rows, x.shape[1])
+    if x.stype == "default":
+        return RowSparseNDArray(x._np, rows.copy(), shape, x.context)  # never alias an input
+    count = np.zeros(n_rows, np.int64)
+    count[rows] = np.diff(x._indptr)
+    return CSRNDArray(x._data, x._indices, np.concatenate(([0], np.cumsum(count))), shape,
+                      x.context)
+
+
+def _scatter_cols(x, cols, n_cols):
+    """A result for the stored rows of a transposed row_sparse rhs, placed at columns ``cols``."""
+    src = x._np if x.stype == "default" else x._data
+    out = np.zeros((src.shape[0], n_cols), src.dtype)
+    out[:, cols] = src
+    if x.stype == "default":
+        return NDArray(out, x.context)
+    return RowSparseNDArray(out, x._indices, (x.shape[0], n_cols), x.context)

@@ -1,0 +1,62 @@
+"""nets.kernels.csr called directly on edge cases (empty, one row, full, last row/column,
+zero-width dense operand); tests/kernels/test_boundscheck.py re-runs them with
+NUMBA_BOUNDSCHECK=1 to prove no out-of-bounds access."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nets.kernels import csr as kernels
+
+
+def _csr(dense):
+    m = sp.csr_matrix(dense)
+    m.sort_indices()
+    return m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data
+
+
+def _case(name, dtype=np.float64):
+    rng = np.random.default_rng(0)
+    shape = {"empty_matrix": (0, 5), "no_columns": (3, 0)}.get(name, (4, 6))
+    x = rng.uniform(0.5, 1.0, shape).astype(dtype)
+    if name == "no_values":
+        x[:] = 0
+    elif name == "one_row":
+        x[[0, 1, 3]] = 0
+    elif name == "last_row_col":
+        x[:] = 0
+        x[-1, -1] = 2.0
+    elif name == "sparse":
+        x[rng.random(shape) < 0.6] = 0
+    return x
+
+
+CASES = ["empty_matrix", "no_columns", "no_values", "one_row", "last_row_col", "sparse", "full"]
+
+
+@pytest.mark.parametrize("width", [0, 3])
+@pytest.mark.parametrize("name", CASES)
+def test_kernels_match_dense(name, width):
+    x = _case(name)
+    rng = np.random.default_rng(1)
+    w_cols = rng.normal(size=(x.shape[1], width))  # contracted with the columns of x
+    w_rows = rng.normal(size=(x.shape[0], width))  # contracted with the rows of x
+    parts = _csr(x)
+    np.testing.assert_allclose(kernels.csr_dense(*parts, w_cols), x @ w_cols, atol=1e-12)
+    np.testing.assert_allclose(kernels.dense_csr_t(np.ascontiguousarray(w_cols.T), *parts),
+                               w_cols.T @ x.T, atol=1e-12)
+    cols, slot = np.unique(parts[1], return_inverse=True)
+    block = kernels.csr_t_dense(parts[0], slot, parts[2], w_rows, len(cols))
+    full = np.zeros((x.shape[1], width))
+    full[cols] = block
+    np.testing.assert_allclose(full, x.T @ w_rows, atol=1e-12)
+
+
+def test_float32_stays_float32():
+    x = _case("sparse", np.float32)
+    parts = _csr(x)
+    w = np.ones((x.shape[1], 2), np.float32)
+    g = np.ones((x.shape[0], 2), np.float32)
+    assert kernels.csr_dense(*parts, w).dtype == np.float32
+    assert kernels.dense_csr_t(np.ascontiguousarray(w.T), *parts).dtype == np.float32
+    slot = np.unique(parts[1], return_inverse=True)[1]
+    assert kernels.csr_t_dense(parts[0], slot, parts[2], g, slot.max() + 1).dtype == np.float32
