@@ -8,6 +8,7 @@ from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
 from .registry import Op
+from .shape import reshape
 
 __all__ = ["dot"]
 
@@ -201,3 +202,34 @@ def _scatter_cols(x, cols, n_cols):
     if x.stype == "default":
         return NDArray(out, x.context)
     return RowSparseNDArray(out, x._indices, (x.shape[0], n_cols), x.context)
+
+
+def _as_2d(x, shape):
+    """``x`` reshaped to ``shape`` (sparse operands are 2-D already: returned as they are)."""
+    return x if x.shape == shape else reshape(x, shape=shape)
+
+
+@dot.vjp
+def _(node, g):
+    """For ``y = op(A) . op(B)`` in the 2-D view the forward uses:
+    ``dA = g . op(B)^T`` and ``dB = op(A)^T . g``, each laid out back in A's/B's orientation.
+    With a csr ``A`` and dense ``g``, ``dB = dot(A, g, transpose_a=True)`` is row_sparse: only
+    the rows of the features the batch touches (the sparse first layer's weight gradient).
+    A csr operand is data: no gradient."""
+    a, b = node.inputs
+    ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
+    a_free = a.shape[1:] if ta else a.shape[:-1]
+    b_free = b.shape[:-1] if tb else b.shape[1:]
+    a2 = _as_2d(a, (a.shape[0], math.prod(a_free)) if ta else (math.prod(a_free), a.shape[-1]))
+    b2 = _as_2d(b, (math.prod(b_free), b.shape[-1]) if tb else (b.shape[0], math.prod(b_free)))
+    g2 = _as_2d(g, (math.prod(a_free), math.prod(b_free)))
+    da = db = None
+    if a.stype != "csr":
+        da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
+            dot(g2, b2, transpose_b=not tb)
+        da = _as_2d(da, a.shape)
+    if b.stype != "csr":
+        db = dot(g2, a2, transpose_a=True, transpose_b=ta) if tb else \
+            dot(a2, g2, transpose_a=not ta)
+        db = _as_2d(db, b.shape)
+    return da, db
