@@ -3,11 +3,16 @@ log_softmax and Dropout (MXNet's names and arguments)."""
 import numpy as np
 
 from .. import random as _random
-from ..base import DEFAULT_DTYPE, NetsError, ShapeError, as_dtype
+from ..base import DEFAULT_DTYPE, RECORDER, NetsError, ShapeError, as_dtype
 from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
 from . import unary
+from .dot import dot
+from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, TRAINING, Op
-from .sparse_ops import as_row_ids
+from .shape import reshape
+from .sparse_ops import as_row_ids, cast_storage
+from .unary import as_dense
 
 __all__ = ["FullyConnected", "Embedding", "Activation", "softmax", "log_softmax", "Dropout"]
 
@@ -53,7 +58,6 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
 def _fc(data, weight, bias, num_hidden, no_bias, flatten):
     shape = _fc_check(data, weight, bias, num_hidden, no_bias, flatten)
     if data.stype == "csr":
-        from .dot import dot  # dot.py sits beside this module; imported on use
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
     else:
         y = data._np.reshape(int(np.prod(shape[:-1])), weight.shape[1]) @ weight._np.T
@@ -66,6 +70,31 @@ for _d in ("default", "csr"):
     for _b in ("default", None):
         FullyConnected.impl(_d, "default", _b)(_fc)
 del _d, _b
+
+
+@FullyConnected.vjp
+def _(node, g):
+    """``d data = g . W``, ``d W = g^T . x``, ``d bias = sum of g over the batch``, with
+    ``g`` and ``x`` viewed as 2-D ``(batch, -1)`` (all leading axes when ``flatten=False``).
+
+    A CSR ``data`` is a batch, not a variable: no gradient (as in MXNet). Its ``d W`` is
+    computed by the sparse ``dot(g^T, csr)`` kernel over the columns the batch touches
+    and returned dense: with MXNet's ``(num_hidden, in_units)`` layout the touched
+    entries are columns, not rows. ``FullyConnectedSparse`` (weight ``(in_units, units)``)
+    is the layer whose weight gradient is row_sparse.
+    """
+    data, weight, bias = node.inputs
+    g = as_dense(g)
+    g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
+    if data.stype == "csr":
+        d_data = None
+        d_weight = cast_storage(dot(g2, data, transpose_a=True), stype="default")
+    else:
+        x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], -1))
+        d_data = dot(g2, weight)
+        d_data = d_data if data.ndim == 2 else reshape(d_data, shape=data.shape)
+        d_weight = dot(g2, x2, transpose_a=True)
+    return d_data, d_weight, None if bias is None else _sum_to(g, shape=bias.shape)
 
 
 # -- Embedding ---------------------------------------------------------------------------------
@@ -114,12 +143,42 @@ def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
     return NDArray(out.reshape(data.shape + (output_dim,)), data.context)
 
 
+@Embedding.vjp
+def _(node, g):
+    """No gradient for the ids; the weight's is the output gradient's rows added at their
+    ids: row_sparse (the batch's unique ids, sorted, duplicates' rows summed) with
+    ``sparse_grad=True`` or a row_sparse weight, else dense ``(input_dim, output_dim)``.
+
+    Computed by a Numba kernel (``nets.kernels.embedding``): this gradient is not
+    recorded under ``create_graph``.
+    """
+    from .. import kernels
+    data, weight = node.inputs
+    ids = data._np.reshape(-1).astype(np.int64)  # validated by the forward pass
+    rows = np.ascontiguousarray(as_dense(g)._np.reshape(len(ids), weight.shape[1]))
+    uniq, sums = kernels.embedding.sum_rows_by_id(ids, rows)
+    if node.attrs["sparse_grad"] or weight.stype == "row_sparse":
+        return None, RowSparseNDArray(sums, uniq, weight.shape, weight.context)
+    dense = np.zeros(weight.shape, sums.dtype)
+    dense[uniq] = sums  # unique rows: a plain assignment
+    return None, NDArray(dense, weight.context)
+
+
 # -- Activation --------------------------------------------------------------------------------
 
+# f' of each act_type from the input x and the output y (the formulas of unary's table).
+_DERIVATIVES = {
+    "relu": lambda x, y: x > 0,
+    "sigmoid": lambda x, y: y * (1 - y),
+    "tanh": lambda x, y: 1 - y * y,
+    "softrelu": lambda x, y: unary.sigmoid(x),
+    "softsign": lambda x, y: 1 / unary.square(1 + unary.abs(x)),
+}
 # Each act_type is the elementwise operator of `unary` with its storage rule (relu, tanh and
 # softsign keep a sparse stype; sigmoid and softrelu give a dense output, computed natively).
 _softrelu = unary.map_op("_softrelu", lambda x: np.logaddexp(0, x),  # = log1p(e^-|x|) + max(x, 0)
-                         doc="Elementwise log(1 + exp(x)), stable for large |x| (softplus).")
+                         doc="Elementwise log(1 + exp(x)), stable for large |x| (softplus).",
+                         grad=_DERIVATIVES["softrelu"])
 _ACTIVATIONS = {"relu": unary.relu, "sigmoid": unary.sigmoid, "tanh": unary.tanh,
                 "softrelu": _softrelu, "softsign": unary.softsign}
 
@@ -129,7 +188,8 @@ softsign (x / (1 + |x|)); the same as the operator of that name (``_softrelu``).
 
 relu, tanh and softsign map 0 to 0, so a sparse input keeps its storage type; sigmoid
 and softrelu of a sparse input give a dense output (computed from the stored values,
-without densifying the input).
+without densifying the input). The gradient is the operator's: a sparse input's keeps
+its pattern only for relu (f'(0) = 0); the others' are dense (f'(0) != 0).
 """)
 
 
@@ -149,6 +209,10 @@ def _(data, act_type):
 @Activation.impl("*")
 def _(data, act_type):
     return _activation(act_type).compute((data,), {})
+
+
+# The gradient of the act_type's operator: g * f', with unary's storage rule for sparse inputs.
+unary.declare_vjp(Activation, (lambda x, y, act_type: _DERIVATIVES[act_type](x, y),))
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------------
@@ -197,6 +261,34 @@ def _(data, axis, temperature, dtype):
     return NDArray(out.astype(as_dtype(dtype, _float(data.dtype)), copy=False), data.context)
 
 
+def _output(node):
+    """The node's output for a derivative formula; under ``create_graph`` it leads back
+    to the node, so that second derivatives flow through it."""
+    y = node.outputs[0]
+    if RECORDER.get() is not None:
+        y = y.detach()
+        y._node = (node, 0)
+    return y
+
+
+def _softmax_vjp(formula):
+    def vjp(node, g):
+        x, attrs = node.inputs[0], node.attrs
+        y = _output(node)
+        kept = tuple(1 if i == attrs["axis"] % y.ndim else n for i, n in enumerate(y.shape))
+        dx = formula(as_dense(g), y, lambda v: _sum_to(v, shape=kept))
+        if attrs["temperature"] is not None:
+            dx = dx / attrs["temperature"]
+        return dx if dx.dtype == x.dtype else dx.astype(x.dtype)
+    return vjp
+
+
+# From the output y, with sums along `axis`: d softmax = y * (g - sum(g * y)) and
+# d log_softmax = g - exp(y) * sum(g), both divided by the temperature (x is scaled by 1/t).
+softmax.vjp(_softmax_vjp(lambda g, y, sum_: y * (g - sum_(g * y))))
+log_softmax.vjp(_softmax_vjp(lambda g, y, sum_: g - unary.exp(y) * sum_(g)))
+
+
 # -- Dropout -----------------------------------------------------------------------------------
 
 _dropout = Op("_dropout", ("data", "mask?"), doc="""\
@@ -219,6 +311,13 @@ def _(data, mask):
 @_dropout.impl("default", "default")
 def _(data, mask):
     return NDArray(data._np * mask._np, data.context)
+
+
+@_dropout.vjp
+def _(node, g):
+    """``g * mask`` (``g`` without a mask); the mask is random, not a variable: None."""
+    mask = node.inputs[1]
+    return (g if mask is None else multiply(g, mask)), None
 
 
 def Dropout(data, p=0.5, mode="training", axes=()):

@@ -63,6 +63,13 @@ def _(data, stype):
     return _CONVERT[data.stype, stype](data)
 
 
+@cast_storage.vjp
+def _(node, g):
+    """The gradient in the input's storage type (a cast back)."""
+    stype = node.inputs[0].stype
+    return g if g.stype == stype else cast_storage(g, stype=stype)
+
+
 def as_row_ids(ids, n, op, arg):
     """``ids`` (numpy, integer or whole-number float) as int64 row ids checked to lie in
     ``[0, n)``; otherwise ``NetsError`` naming the first bad id and its position."""
@@ -107,6 +114,12 @@ def _(data, indices):
 def _(data, indices):
     rows = np.unique(as_row_ids(indices._np, data.shape[0], "retain", "indices"))
     return RowSparseNDArray(data._np[rows], rows, data.shape, data.context)
+
+
+@retain.vjp
+def _(node, g):
+    """The gradient's retained rows (row_sparse); none for the indices."""
+    return retain(g, node.inputs[1]), None
 
 
 # -- add_n --------------------------------------------------------------------------------------
@@ -182,6 +195,12 @@ def _(*args):
     return NDArray(out, args[0].context)
 
 
+@add_n.vjp
+def _(node, g):
+    """The output gradient, as is, for every term (the engine casts it at each leaf)."""
+    return (g,) * len(node.inputs)
+
+
 # -- zeros_like / ones_like ---------------------------------------------------------------------
 
 zeros_like = Op("zeros_like", ("data",), doc="""\
@@ -207,3 +226,8 @@ def _(data):
 @ones_like.impl("*")
 def _(data):
     return NDArray(np.ones(data.shape, dtype=data.dtype), data.context)
+
+
+for _op in (zeros_like, ones_like):
+    _op.vjp(lambda node, g: None)  # the output does not depend on the input's values
+del _op
