@@ -31,38 +31,60 @@ explicit zeros, as in MXNet: dropping them would cost another pass.
 Array with scalar: the rule of ``nets.ops.unary`` on ``f(0, scalar)``: ``rsp * 2`` and
 ``csr / 2`` keep the stype, ``rsp + 1`` is dense (filled natively), ``csr + 0`` keeps
 csr, ``csr / 0`` falls back (0 / 0 is nan).
+
+Gradients: each row's derivative columns (``df/dlhs``, ``df/drhs``: a number, a formula
+of nets operators in the operands and the output, or None) serve its array and scalar
+operators alike (``nets.ops.unary.declare_vjp``): an operand's gradient is ``g`` times
+its derivative, summed back over the axes that broadcasting added or stretched
+(``_sum_to``). Comparisons have none (a zero gradient, as in MXNet); a scalar operand
+gets none. ``maximum``/``minimum`` give a tie's gradient to ``lhs`` (MXNet). Storage
+follows the tables above applied to ``g * derivative``: ``rsp * 2`` and ``rsp + rsp``
+pass ``g`` on in its own stype (a row_sparse ``g`` stays row_sparse); ``dense * csr``
+gives the dense operand the csr gradient ``g * csr`` (cast where it reaches a leaf); a
+derivative that is not zero where a sparse operand stores nothing (``maximum``'s lhs,
+``divide``) gives a dense gradient.
 """
 import numbers
 
 import numpy as np
 
+from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
 from ..base import ShapeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
 from .registry import _EMPTY, Op
-from .unary import map_op, positions, with_values
+from .unary import as_dense, declare_vjp, map_op, positions, with_values
 
 __all__ = []  # extended below from the table
 
 UNION, INTERSECTION = "union", "intersection"
 _SAME_SHAPE = ("add", "sub", "mul", "div")  # the stems that also get elemwise_<stem>
 
-_BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, f, zero rule
-    ("add", "add", "plus", "plus", np.add, UNION),
-    ("subtract", "sub", "minus", "rminus", np.subtract, UNION),
-    ("multiply", "mul", "mul", "mul", np.multiply, INTERSECTION),
-    ("divide", "div", "div", "rdiv", np.divide, None),
-    ("modulo", "mod", "mod", "rmod", np.mod, None),
-    ("power", "power", "power", "rpower", np.power, None),
-    ("maximum", "maximum", "maximum", "maximum", np.maximum, UNION),
-    ("minimum", "minimum", "minimum", "minimum", np.minimum, UNION),
-    ("equal", "equal", "equal", "equal", np.equal, None),
-    ("not_equal", "not_equal", "not_equal", "not_equal", np.not_equal, UNION),
-    ("greater", "greater", "greater", "lesser", np.greater, UNION),
-    ("greater_equal", "greater_equal", "greater_equal", "lesser_equal", np.greater_equal, None),
-    ("lesser", "lesser", "lesser", "greater", np.less, UNION),
-    ("lesser_equal", "lesser_equal", "lesser_equal", "greater_equal", np.less_equal, None),
+_BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, f, zero rule,
+    # then df/dlhs, df/drhs: a number, None or a formula of lhs a, rhs b and y = f(a, b)
+    ("add", "add", "plus", "plus", np.add, UNION, 1, 1),
+    ("subtract", "sub", "minus", "rminus", np.subtract, UNION, 1, -1),
+    ("multiply", "mul", "mul", "mul", np.multiply, INTERSECTION,
+     lambda a, b, y: b, lambda a, b, y: a),
+    ("divide", "div", "div", "rdiv", np.divide, None,
+     lambda a, b, y: 1 / b, lambda a, b, y: -y / b),
+    ("modulo", "mod", "mod", "rmod", np.mod, None, 1, lambda a, b, y: -nd.floor(a / b)),
+    ("power", "power", "power", "rpower", np.power, None,
+     lambda a, b, y: b * a ** (b - 1), lambda a, b, y: y * _log(a)),
+    # ties give lhs the gradient (MXNet); `<` and `>` keep two sparse operands native
+    ("maximum", "maximum", "maximum", "maximum", np.maximum, UNION,
+     lambda a, b, y: 1 - (a < b), lambda a, b, y: a < b),
+    ("minimum", "minimum", "minimum", "minimum", np.minimum, UNION,
+     lambda a, b, y: 1 - (a > b), lambda a, b, y: a > b),
+    ("equal", "equal", "equal", "equal", np.equal, None, None, None),
+    ("not_equal", "not_equal", "not_equal", "not_equal", np.not_equal, UNION, None, None),
+    ("greater", "greater", "greater", "lesser", np.greater, UNION, None, None),
+    ("greater_equal", "greater_equal", "greater_equal", "lesser_equal", np.greater_equal, None,
+     None, None),
+    ("lesser", "lesser", "lesser", "greater", np.less, UNION, None, None),
+    ("lesser_equal", "lesser_equal", "lesser_equal", "greater_equal", np.less_equal, None,
+     None, None),
 )
 
 _STORAGE = {
@@ -73,6 +95,37 @@ _STORAGE = {
     None: "two sparse operands fall back to dense; a sparse operand with a dense one gives "
           "dense natively",
 }
+
+
+_sum_to = Op("_sum_to", ("data",), {"shape": _EMPTY}, doc="""\
+``data`` summed to ``shape``: over its leading axes beyond ``shape`` and the axes where
+``shape`` has 1 (the gradient of numpy broadcasting; MXNet's ``_broadcast_backward``).""")
+
+
+@_sum_to.impl("default")
+def _(data, shape):
+    lead = data.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 != data.shape[lead + i])
+    return NDArray(np.sum(data._np, axis=axes, keepdims=True).reshape(shape), data.context)
+
+
+@_sum_to.vjp
+def _(node, g):
+    from .shape import broadcast_to  # shape imports this module
+    return broadcast_to(as_dense(g), shape=node.inputs[0].shape)
+
+
+def _unbroadcast(grad, x):
+    """The gradient ``grad`` of a broadcast output, summed back to input ``x``'s shape."""
+    return grad if grad.shape == x.shape else _sum_to(as_dense(grad), shape=x.shape)
+
+
+def _log(v):
+    if _is_scalar(v):
+        with np.errstate(all="ignore"):
+            return np.log(v)
+    return nd.log(v)
 
 
 def _apply(fn, x, y, dtype):
@@ -133,7 +186,7 @@ def _sparse_sparse(fn, zeros, a, b):
     return RowSparseNDArray(data, indices, a.shape, a.context)
 
 
-def _binary_op(name, fn, zeros, broadcast, doc):
+def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
     op = Op(name, ("lhs", "rhs"), doc=f"{doc}\n\nStorage: {_STORAGE[zeros]}; other mixes fall "
                                       f"back (see ``nets.ops.elemwise``).")
 
@@ -161,7 +214,7 @@ def _binary_op(name, fn, zeros, broadcast, doc):
         patterns += [(st, "default"), ("default", st)] + ([(st, st)] if zeros else [])
     for pattern in patterns:
         op.impl(*pattern)(run)
-    return op
+    return declare_vjp(op, derivatives, fit=_unbroadcast)
 
 
 def _is_scalar(x):
@@ -185,32 +238,40 @@ def _public(name, fn, array_op, scalar_op, rscalar_op):
     return public
 
 
-def _scalar_op(stem, fn, reflected):
+def _scalar_op(stem, fn, reflected, d):
+    """``_<stem>_scalar``: ``fn`` of the array and ``scalar``; ``d`` is the row's
+    derivative w.r.t. the array's side (``df/drhs`` when ``reflected``)."""
     expr = f"{fn.__name__}(scalar, data)" if reflected else f"{fn.__name__}(data, scalar)"
     f = (lambda x, scalar: fn(scalar, x)) if reflected else (lambda x, scalar: fn(x, scalar))
+    grad = d
+    if callable(d):
+        grad = ((lambda x, y, scalar: d(scalar, x, y)) if reflected else
+                (lambda x, y, scalar: d(x, scalar, y)))
     return map_op(f"_{stem}_scalar", f, {"scalar": _EMPTY},
-                  f"Elementwise ``{expr}`` with a Python scalar ``scalar``.")
+                  f"Elementwise ``{expr}`` with a Python scalar ``scalar``.", grad)
 
 
-def _declare(name, stem, sstem, rstem, fn, zeros):
+def _declare(name, stem, sstem, rstem, fn, zeros, dl, dr):
     """The public function and array operators of one ``_BINARY`` row, by name."""
     what = f"``{fn.__name__}(lhs, rhs)``"
     bop = _binary_op(f"broadcast_{stem}", fn, zeros, True,
-                     f"Elementwise {what} with numpy broadcasting.")
+                     f"Elementwise {what} with numpy broadcasting.", (dl, dr))
     out = {name: _public(name, fn, bop, SCALAR_OPS[f"_{sstem}_scalar"],
                          SCALAR_OPS[f"_{rstem}_scalar"]), bop.name: bop}
     if stem in _SAME_SHAPE:
         out[f"elemwise_{stem}"] = _binary_op(
             f"elemwise_{stem}", fn, zeros, False,
-            f"Elementwise {what} of two arrays of the same shape (``ShapeError`` otherwise).")
+            f"Elementwise {what} of two arrays of the same shape (``ShapeError`` otherwise).",
+            (dl, dr))
     return out
 
 
 # Private operators (MXNet's _internal), not in __all__: _plus_scalar, _rminus_scalar, ...
-SCALAR_OPS = {f"_{sstem}_scalar": _scalar_op(sstem, fn, False)
-              for _, _, sstem, _, fn, _ in _BINARY}
-SCALAR_OPS.update({f"_{rstem}_scalar": _scalar_op(rstem, fn, True)  # f(scalar, x)
-                   for _, _, _, rstem, fn, _ in _BINARY if f"_{rstem}_scalar" not in SCALAR_OPS})
+SCALAR_OPS = {f"_{sstem}_scalar": _scalar_op(sstem, fn, False, dl)
+              for _, _, sstem, _, fn, _, dl, _ in _BINARY}
+SCALAR_OPS.update({f"_{rstem}_scalar": _scalar_op(rstem, fn, True, dr)  # f(scalar, x)
+                   for _, _, _, rstem, fn, _, _, dr in _BINARY
+                   if f"_{rstem}_scalar" not in SCALAR_OPS})
 globals().update(SCALAR_OPS)
 for _row in _BINARY:
     _ops = _declare(*_row)

@@ -14,13 +14,29 @@ not finite     dense fallback with ``StorageFallbackWarning`` (``log``, ``rsqrt`
 
 The output has the input's dtype (MXNet's rule). Floating-point warnings (log of a
 negative, overflow) are silenced: results follow numpy (nan, inf), as MXNet's do.
+
+Gradients come from the table's derivative column: ``f'`` as a number or as a formula of
+nets operators in the input ``x`` and the output ``y`` (``exp``: ``y``; ``tanh``: ``1 - y
+* y``), so ``grad(create_graph=True)`` differentiates it again; the gradient is ``g *
+f'``. The rounding ops and ``sign`` have a zero gradient (the vjp gives none; MXNet
+gives zeros). Storage follows the forward rule applied to ``f'``: a sparse input whose
+derivative keeps zeros (``f'(0) == 0``: ``square``, ``relu``, ``abs``) gets a gradient with
+its own pattern, computed on the stored values only; otherwise (``sin``: ``f'(0) = 1``)
+the gradient is dense, since it is not zero where the input stores nothing (MXNet's
+backward is dense there too). A sparse ``g`` keeps its pattern. Where ``f'(0)`` is
+infinite (``sqrt``, ``x ** 0.5``) a sparse input's derivative falls back with a warning
+and the gradient holds inf where the input stores nothing.
 """
+import numbers
+
 import numpy as np
 
-from ..base import NetsError
+from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
+from ..base import RECORDER, NetsError
 from ..ndarray.csr import row_ids
 from ..ndarray.dense import NDArray
 from .registry import _EMPTY, Op
+from .sparse_ops import cast_storage
 
 __all__ = []  # extended below from the table
 
@@ -56,11 +72,62 @@ ATTR_RULE = ("keeps a sparse input's storage type when f(0) = 0 for the given at
              "non-finite f(0) falls back to dense with StorageFallbackWarning")
 
 
-def map_op(name, fn, attrs=None, doc=""):
+def scale(g, d):
+    """``g * d``: the gradient ``g`` times a derivative ``d`` (a number or an array).
+
+    A sparse ``g`` keeps its pattern; a csr/row_sparse mix keeps ``g``'s storage type.
+    """
+    if isinstance(d, numbers.Number):
+        return g if d == 1 else -g if d == -1 else g * d
+    if "default" not in (g.stype, d.stype) and g.stype != d.stype:
+        d = cast_storage(d, stype=g.stype)
+    return g * d
+
+
+def as_dense(x):
+    """``x`` as a dense array (an explicit cast: no fallback warning)."""
+    return x if x.stype == "default" else cast_storage(x, stype="default")
+
+
+def declare_vjp(op, derivatives, fit=None):
+    """Register ``op``'s vjp from one derivative of its output per input.
+
+    Each is None (no gradient: a constant or piecewise-constant result), a number, or a
+    formula ``d(*inputs, y, **attrs)`` of nets operators (a number or an array); the
+    input's gradient is ``scale(g, d)``, passed through ``fit(grad, input)`` if given
+    (broadcast reduction). Inputs that are constants get none and cost nothing. When
+    the output is dense, sparse inputs enter the formula dense: their derivative is
+    dense too, and the sparse forms could fall back.
+    """
+    @op.vjp
+    def _(node, g):
+        args = []
+        grads = []
+        for d, x, parent in zip(derivatives, node.inputs, node.parents):
+            if d is None or parent is None:
+                grads.append(None)
+                continue
+            if callable(d):
+                if not args:
+                    y = node.outputs[0]
+                    if RECORDER.get() is not None:  # create_graph: y must lead back to node
+                        y = y.detach()
+                        y._node = (node, 0)
+                    dense = y.stype == "default"
+                    args += [as_dense(v) if dense else v for v in node.inputs] + [y]
+                d = d(*args, **node.attrs)
+            grad = scale(g, d)
+            grads.append(grad if fit is None else fit(grad, x))
+        return tuple(grads)
+    return op
+
+
+def map_op(name, fn, attrs=None, doc="", grad=None):
     """Declare the elementwise operator ``name`` computing ``fn(x, **attrs)``.
 
     Its storage inference and implementations follow the rule of this module's
-    docstring; ``doc`` gets the storage sentence appended.
+    docstring; ``doc`` gets the storage sentence appended. ``grad`` is ``f'`` for
+    ``declare_vjp``: None (zero gradient), a number, or ``grad(x, y, **attrs)``.
     """
     if attrs:
         rule = ATTR_RULE
@@ -90,7 +157,7 @@ def map_op(name, fn, attrs=None, doc=""):
         out[positions(data)] = _map(fn, data._data, kw)
         return NDArray(out, data.context)
 
-    return op
+    return declare_vjp(op, (grad,))
 
 
 def _round(x):
@@ -105,56 +172,62 @@ def _clip(x, a_min, a_max):
     return np.clip(x, a_min, a_max)
 
 
-_UNARY = (  # name, f(x), summary
-    ("negative", np.negative, "-x"),
-    ("reciprocal", lambda x: 1 / x, "1 / x"),
-    ("abs", np.abs, "|x|"),
-    ("sign", np.sign, "-1, 0 or 1: the sign of x"),
-    ("round", _round, "x rounded to the nearest integer, halves away from zero (MXNet)"),
+_LN10, _LN2, _DEG = np.log(10), np.log(2), 180 / np.pi
+
+_UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), None: zero)
+    ("negative", np.negative, "-x", -1),
+    ("reciprocal", lambda x: 1 / x, "1 / x", lambda x, y: -y * y),
+    ("abs", np.abs, "|x|", lambda x, y: nd.sign(x)),
+    ("sign", np.sign, "-1, 0 or 1: the sign of x", None),
+    ("round", _round, "x rounded to the nearest integer, halves away from zero (MXNet)", None),
     ("rint", np.rint, "x rounded to the nearest integer, halves to even (IEEE; MXNet's rint "
-              "rounded n.5 down to n, a defect)"),
-    ("ceil", np.ceil, "the smallest integer >= x"),
-    ("floor", np.floor, "the largest integer <= x"),
-    ("trunc", np.trunc, "x rounded towards zero"),
-    ("fix", np.trunc, "x rounded towards zero (same as trunc)"),
-    ("square", np.square, "x * x"),
-    ("sqrt", np.sqrt, "the square root of x (nan for x < 0)"),
-    ("rsqrt", lambda x: 1 / np.sqrt(x), "1 / sqrt(x)"),
-    ("cbrt", np.cbrt, "the cube root of x"),
-    ("rcbrt", lambda x: 1 / np.cbrt(x), "1 / cbrt(x)"),
-    ("exp", np.exp, "e ** x"),
-    ("expm1", np.expm1, "exp(x) - 1, accurate for small x"),
-    ("log", np.log, "the natural logarithm of x (nan for x < 0, -inf at 0)"),
-    ("log10", np.log10, "the base-10 logarithm of x"),
-    ("log2", np.log2, "the base-2 logarithm of x"),
-    ("log1p", np.log1p, "log(1 + x), accurate for small x"),
-    ("relu", lambda x: np.maximum(x, 0), "max(x, 0) (nan stays nan)"),
-    ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + exp(-x))"),
-    ("tanh", np.tanh, "the hyperbolic tangent of x"),
-    ("softsign", lambda x: x / (1 + np.abs(x)), "x / (1 + |x|)"),
-    ("sin", np.sin, "sine (radians)"),
-    ("cos", np.cos, "cosine (radians)"),
-    ("tan", np.tan, "tangent (radians)"),
-    ("arcsin", np.arcsin, "inverse sine"),
-    ("arccos", np.arccos, "inverse cosine"),
-    ("arctan", np.arctan, "inverse tangent"),
-    ("sinh", np.sinh, "hyperbolic sine"),
-    ("cosh", np.cosh, "hyperbolic cosine"),
-    ("arcsinh", np.arcsinh, "inverse hyperbolic sine"),
-    ("arccosh", np.arccosh, "inverse hyperbolic cosine"),
-    ("arctanh", np.arctanh, "inverse hyperbolic tangent"),
-    ("degrees", np.degrees, "radians converted to degrees"),
-    ("radians", np.radians, "degrees converted to radians"),
+              "rounded n.5 down to n, a defect)", None),
+    ("ceil", np.ceil, "the smallest integer >= x", None),
+    ("floor", np.floor, "the largest integer <= x", None),
+    ("trunc", np.trunc, "x rounded towards zero", None),
+    ("fix", np.trunc, "x rounded towards zero (same as trunc)", None),
+    ("square", np.square, "x * x", lambda x, y: 2 * x),
+    ("sqrt", np.sqrt, "the square root of x (nan for x < 0)", lambda x, y: 0.5 / y),
+    ("rsqrt", lambda x: 1 / np.sqrt(x), "1 / sqrt(x)", lambda x, y: -0.5 * y / x),
+    ("cbrt", np.cbrt, "the cube root of x", lambda x, y: 1 / (3 * y * y)),
+    ("rcbrt", lambda x: 1 / np.cbrt(x), "1 / cbrt(x)", lambda x, y: -y / (3 * x)),
+    ("exp", np.exp, "e ** x", lambda x, y: y),
+    ("expm1", np.expm1, "exp(x) - 1, accurate for small x", lambda x, y: y + 1),
+    ("log", np.log, "the natural logarithm of x (nan for x < 0, -inf at 0)",
+     lambda x, y: 1 / x),
+    ("log10", np.log10, "the base-10 logarithm of x", lambda x, y: 1 / (_LN10 * x)),
+    ("log2", np.log2, "the base-2 logarithm of x", lambda x, y: 1 / (_LN2 * x)),
+    ("log1p", np.log1p, "log(1 + x), accurate for small x", lambda x, y: 1 / (1 + x)),
+    ("relu", lambda x: np.maximum(x, 0), "max(x, 0) (nan stays nan)", lambda x, y: x > 0),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + exp(-x))",
+     lambda x, y: y * (1 - y)),
+    ("tanh", np.tanh, "the hyperbolic tangent of x", lambda x, y: 1 - y * y),
+    ("softsign", lambda x: x / (1 + np.abs(x)), "x / (1 + |x|)",
+     lambda x, y: 1 / nd.square(1 + nd.abs(x))),
+    ("sin", np.sin, "sine (radians)", lambda x, y: nd.cos(x)),
+    ("cos", np.cos, "cosine (radians)", lambda x, y: -nd.sin(x)),
+    ("tan", np.tan, "tangent (radians)", lambda x, y: 1 + y * y),
+    ("arcsin", np.arcsin, "inverse sine", lambda x, y: nd.rsqrt(1 - x * x)),
+    ("arccos", np.arccos, "inverse cosine", lambda x, y: -nd.rsqrt(1 - x * x)),
+    ("arctan", np.arctan, "inverse tangent", lambda x, y: 1 / (1 + x * x)),
+    ("sinh", np.sinh, "hyperbolic sine", lambda x, y: nd.cosh(x)),
+    ("cosh", np.cosh, "hyperbolic cosine", lambda x, y: nd.sinh(x)),
+    ("arcsinh", np.arcsinh, "inverse hyperbolic sine", lambda x, y: nd.rsqrt(x * x + 1)),
+    ("arccosh", np.arccosh, "inverse hyperbolic cosine", lambda x, y: nd.rsqrt(x * x - 1)),
+    ("arctanh", np.arctanh, "inverse hyperbolic tangent", lambda x, y: 1 / (1 - x * x)),
+    ("degrees", np.degrees, "radians converted to degrees", _DEG),
+    ("radians", np.radians, "degrees converted to radians", 1 / _DEG),
 )
 
-for _name, _fn, _summary in _UNARY:
-    globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.")
+for _name, _fn, _summary, _grad in _UNARY:
+    globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad)
     __all__.append(_name)
 
 clip = map_op("clip", _clip, {"a_min": _EMPTY, "a_max": _EMPTY}, doc="""\
 Clip every element of ``data`` into ``[a_min, a_max]`` (``nd.clip(x, 0, 1)`` works).
 
 A sparse input keeps its stype when ``a_min <= 0 <= a_max`` (MXNet); ``a_min > a_max``
-raises ``NetsError``.""")
+raises ``NetsError``. The gradient passes where ``a_min <= x <= a_max`` (MXNet's rule).""",
+              grad=lambda x, y, a_min, a_max: (x >= a_min) * (x <= a_max))
 __all__.append("clip")
-del _name, _fn, _summary
+del _name, _fn, _summary, _grad
