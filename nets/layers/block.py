@@ -192,14 +192,16 @@ class Block:
             rows.append((name, str(p.shape), p.stype, p.grad_stype if grad is not None else "-",
                          data.nbytes, grad.nbytes if grad is not None else 0))
         self.zero_grad()
+        totals = sum(r[4] for r in rows), sum(r[5] for r in rows)
+        rows = [r[:4] + (f"{r[4]:,}", f"{r[5]:,}") for r in rows]
         header = ("Parameter", "Shape", "stype", "grad stype", "Weight bytes", "Grad bytes")
         widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]
         line = "  ".join(f"{{:<{w}}}" if i < 4 else f"{{:>{w}}}" for i, w in enumerate(widths))
         print(line.format(*header))
         for r in rows:
             print(line.format(*r))
-        print(f"Total: {sum(r[4] for r in rows):,} weight bytes, {sum(r[5] for r in rows):,} "
-              f"gradient bytes; outputs {[tuple(o.shape) for o in outputs]}")
+        print(f"Total: {totals[0]:,} weight bytes, {totals[1]:,} gradient bytes; "
+              f"outputs {[tuple(o.shape) for o in outputs]}")
 
     def __repr__(self):
         lines = [f"{type(self).__name__}("]
