@@ -98,9 +98,9 @@ class Trainer:
                     f"by backward() since the last step (is it used in the forward pass under "
                     f"autograd.record()?). Pass ignore_stale_grad=True to skip such parameters")
             if self._states[i] is None:
-                self._states[i] = self._optimizer.create_state(i, weight)
+                self._states[i] = self._optimizer.create_state_multi_precision(i, weight)
             grad = weight.grad
-            self._optimizer.update(i, weight, grad, self._states[i])
+            self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
             if grad.stype == "row_sparse":
                 grad[:] = zeros_sparse("row_sparse", grad.shape, grad.context, grad.dtype)
@@ -110,14 +110,14 @@ class Trainer:
         """Save optimizer states (sparse ones stay sparse) and update counters."""
         arrays, layout = {}, {}
         for i, (p, state) in enumerate(zip(self._params, self._states)):
-            flat = _flatten(state)
-            layout[p.name] = None if state is None else (
-                "tuple" if isinstance(state, (list, tuple)) else "array", len(flat))
-            for k, a in enumerate(flat):
-                arrays[f"{i}/{k}"] = a
+            flat = []
+            layout[p.name] = _structure(state, flat)
+            arrays.update({f"{i}/{k}": a for k, a in enumerate(flat)})
+        counters, stamps = self._optimizer.counters()
+        arrays.update({f"stamps/{k}": NDArray(v) for k, v in stamps.items()})
         config = {"kind": "trainer_states", "optimizer": type(self._optimizer).__name__,
                   "params": [p.name for p in self._params], "layout": layout,
-                  "counters": self._optimizer.state_counters()}
+                  "counters": counters}
         save_arrays(fname, arrays, config)
 
     def load_states(self, fname):
@@ -132,19 +132,34 @@ class Trainer:
         if config.get("optimizer") != type(self._optimizer).__name__:
             raise NetsError(f"{fname}: saved for optimizer {config.get('optimizer')}, this "
                             f"Trainer uses {type(self._optimizer).__name__}")
-        for i, p in enumerate(self._params):
-            kind = config["layout"][p.name]
-            if kind is None:
-                self._states[i] = None
-                continue
-            flat = [arrays[f"{i}/{k}"] for k in range(kind[1])]
-            self._states[i] = tuple(flat) if kind[0] == "tuple" else flat[0]
-        self._optimizer.load_state_counters(config["counters"])
+        try:
+            for i, p in enumerate(self._params):
+                count = sum(k.startswith(f"{i}/") for k in arrays)
+                flat = iter([arrays[f"{i}/{k}"] for k in range(count)])
+                self._states[i] = _rebuild(config["layout"][p.name], flat)
+        except (KeyError, StopIteration, TypeError) as e:
+            raise NetsError(f"{fname}: optimizer states do not match their layout "
+                            f"({e!r})") from None
+        stamps = {k[len("stamps/"):]: a.asnumpy() for k, a in arrays.items()
+                  if k.startswith("stamps/")}
+        self._optimizer.load_counters(config["counters"], stamps)
 
 
-def _flatten(state):
+def _structure(state, flat):
+    """A JSON-able description of ``state`` (None, an array, or nested tuples of those),
+    appending its arrays to ``flat`` in order."""
     if state is None:
-        return []
+        return None
     if isinstance(state, NDArray):
-        return [state]
-    return [a for s in state for a in _flatten(s)]
+        flat.append(state)
+        return "array"
+    return [_structure(s, flat) for s in state]
+
+
+def _rebuild(layout, flat):
+    """Inverse of ``_structure``: the state from its description and an iterator of arrays."""
+    if layout is None:
+        return None
+    if layout == "array":
+        return next(flat)
+    return tuple(_rebuild(sub, flat) for sub in layout)

@@ -1,2 +1,292 @@
-"""(being written)"""
-__all__ = []
+"""Reductions: ``sum``, ``mean``, ``max``, ``min``, ``norm``, ``square_sum``, ``argmax``,
+``argmin``.
+
+Shapes follow MXNet 1.x: ``axis=None`` (or ``()``) reduces every axis, and a
+result with no axis left has shape ``(1,)``, not a 0-d scalar; ``keepdims``
+leaves each reduced axis with size 1; ``exclude=True`` reduces the axes *not*
+in ``axis``.
+
+Storage types (every sparse case below runs natively, without densifying):
+
+=====================================  ========================  ============================
+op                                     input                     output
+=====================================  ========================  ============================
+sum, mean, max, min, norm, square_sum  default, csr, row_sparse  default
+square_sum, rows kept (see its doc)    row_sparse                row_sparse
+argmax, argmin                         default                   default
+argmax, argmin                         csr, row_sparse           default (fallback, warns)
+=====================================  ========================  ============================
+
+A sparse input reduces its stored values and accounts for the implicit zeros:
+a row, column or slice with any unstored element also holds a 0, so its max
+is ``max(0, stored max)`` and an empty one reduces to 0. CSR reduces rows over
+``indptr`` slices, columns with ``kernels.reduce.csr_col_reduce``; row_sparse
+reduces axis 0 over the stored rows only, and other axes within each stored
+row, scattered into a zero result.
+"""
+import math
+
+import numpy as np
+
+from .. import kernels
+from ..base import NetsError, ShapeError, as_dtype
+from ..ndarray.csr import row_ids
+from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
+from .registry import Op
+
+__all__ = ["sum", "mean", "max", "min", "norm", "square_sum", "argmax", "argmin"]
+
+
+# -- axes and shapes ---------------------------------------------------------------
+def _given(axis):
+    """``axis`` as a tuple of ints (``()`` for None)."""
+    if axis is None:
+        return ()
+    if isinstance(axis, (int, np.integer)):
+        return (int(axis),)
+    if isinstance(axis, (tuple, list)) and all(isinstance(a, (int, np.integer)) for a in axis):
+        return tuple(int(a) for a in axis)
+    raise ShapeError(f"axis={axis!r} must be None, an int or a tuple of ints")
+
+
+def _axes(shape, axis, exclude=False):
+    """The sorted axes to reduce. As in MXNet, no axis given means every axis (even with
+    ``exclude``)."""
+    ndim, given = len(shape), _given(axis)
+    if not given:
+        return tuple(range(ndim))
+    if not all(-ndim <= a < ndim for a in given):
+        raise ShapeError(f"axis={axis!r} is out of range for an array of shape {shape}")
+    picked = {a % ndim for a in given}
+    if len(picked) != len(given):
+        raise ShapeError(f"axis={axis!r} names an axis twice")
+    return tuple(a for a in range(ndim) if (a in picked) != exclude)
+
+
+def _shape(shape, axes, keepdims):
+    out = tuple(1 if a in axes else d for a, d in enumerate(shape) if keepdims or a not in axes)
+    return out or (1,)  # MXNet 1.x: nothing left is shape (1,)
+
+
+def _check_nonempty(what, shape, axes):
+    """max/min/argmax have no value over an empty axis."""
+    for a in axes:
+        if shape[a] == 0:
+            raise ShapeError(f"{what} over axis {a} of size 0 (shape {shape}) has no value")
+
+
+# -- one reduction, three storage types ----------------------------------------------
+# A reduction is (pre, ufunc, finish): map every element with ``pre`` (None, np.abs,
+# np.square; each maps 0 to 0, so implicit zeros stay implicit), combine with ``ufunc``
+# (np.add, np.maximum, np.minimum), then ``finish(result, count)`` (mean, sqrt or None).
+# Each storage path returns the combined result with the reduced axes kept as size 1.
+
+def _mean(r, count):
+    return r / count
+
+
+def _sqrt(r, count):
+    return np.sqrt(r)
+
+
+def _with_zero(ufunc, r, where):
+    """Fold one implicit zero into ``r`` where ``where`` (a no-op for sums)."""
+    return r if ufunc is np.add else np.where(where, ufunc(r, 0), r)
+
+
+def _mapped(pre, values):
+    return values if pre is None else pre(values)
+
+
+def _dense_keep(x, pre, ufunc, axes):
+    return ufunc.reduce(_mapped(pre, x._np), axis=axes, keepdims=True)
+
+
+def _csr_keep(x, pre, ufunc, axes):
+    v = _mapped(pre, x._data)
+    nrows, ncols = x.shape
+    if axes == (0, 1):
+        r = ufunc.reduce(v) if v.size else v.dtype.type(0)
+        return _with_zero(ufunc, np.full((1, 1), r, v.dtype), v.size < nrows * ncols)
+    if axes == (1,):
+        counts = np.diff(x._indptr)
+        rows = np.flatnonzero(counts)
+        r = np.zeros(nrows, v.dtype)
+        if rows.size:  # reduceat over the non-empty rows' slices (an empty one would misread)
+            r[rows] = ufunc.reduceat(v, x._indptr[rows])
+        return _with_zero(ufunc, r, counts < ncols).reshape(nrows, 1)
+    if axes == (0,):
+        k = kernels.reduce
+        if v.dtype not in (np.float32, np.float64):
+            v = v.astype(np.float64)  # two kernel specialisations only
+        kind = {np.add: k.SUM, np.maximum: k.MAX, np.minimum: k.MIN}[ufunc]
+        r = k.csr_col_reduce(v, x._indices, nrows, ncols, kind)
+        return r.reshape(1, ncols)
+    out = np.zeros(x.shape, v.dtype)  # nothing to reduce (exclude=True with both axes)
+    out[row_ids(x._indptr), x._indices] = v
+    return out
+
+
+def _rsp_keep(x, pre, ufunc, axes):
+    v = _mapped(pre, x._data)
+    out_shape = _shape(x.shape, axes, keepdims=True)
+    if 0 not in axes:  # within each stored row; absent rows reduce to 0
+        out = np.zeros(out_shape, v.dtype)
+        out[x._indices] = ufunc.reduce(v, axis=axes, keepdims=True)
+        return out
+    if not len(x._indices):
+        return np.zeros(out_shape, v.dtype)
+    return _with_zero(ufunc, ufunc.reduce(v, axis=axes, keepdims=True),
+                      len(x._indices) < x.shape[0])
+
+
+_KEEP = {"default": _dense_keep, "csr": _csr_keep, "row_sparse": _rsp_keep}
+
+
+def _reduce(data, pre, ufunc, finish, axis, keepdims, exclude=False, dtype=None):
+    shape = data.shape
+    axes = _axes(shape, axis, exclude)
+    if ufunc is not np.add:
+        _check_nonempty(ufunc.__name__, shape, axes)
+    r = _KEEP[data.stype](data, pre, ufunc, axes)
+    if finish is not None:
+        r = finish(r, math.prod(shape[a] for a in axes))
+    out = np.asarray(r, dtype=data.dtype if dtype is None else dtype)
+    return NDArray(out.reshape(_shape(shape, axes, keepdims)), data.context)
+
+
+def _dense_result(data, **attrs):
+    return "default"
+
+
+_REDUCE_ATTRS = {"axis": None, "keepdims": False, "exclude": False}
+_ARGS_DOC = """
+``axis``: None (every axis), an int or a tuple of ints; ``keepdims``: keep reduced
+axes with size 1; ``exclude``: reduce the axes not in ``axis``. Output shape
+``(1,)`` when no axis is left (MXNet 1.x). Sparse inputs reduce natively,
+implicit zeros included; the result is dense unless stated above.
+"""
+
+
+def _declare(name, pre, ufunc, finish, doc):
+    op = Op(name, ("data",), _REDUCE_ATTRS, doc=doc + _ARGS_DOC)
+    op.infer(_dense_result)
+
+    def impl(data, axis, keepdims, exclude):
+        return _reduce(data, pre, ufunc, finish, axis, keepdims, exclude)
+    for stype in _KEEP:
+        op.impl(stype)(impl)
+    return op
+
+
+sum = _declare("sum", None, np.add, None, "Sum of array elements over the given axes.")
+mean = _declare("mean", None, np.add, _mean, "Mean of array elements over the given axes.")
+max = _declare("max", None, np.maximum, None, """\
+Maximum over the given axes (an axis of size 0 raises ``ShapeError``).
+
+On a sparse input every unstored element counts as 0: the max of a row or
+column with any unstored element is ``max(0, largest stored value)``.""")
+min = _declare("min", None, np.minimum, None, """\
+Minimum over the given axes (an axis of size 0 raises ``ShapeError``).
+
+On a sparse input every unstored element counts as 0: the min of a row or
+column with any unstored element is ``min(0, smallest stored value)``.""")
+
+
+# -- norm --------------------------------------------------------------------------------
+norm = Op("norm", ("data",), {"ord": 2, "axis": None, "out_dtype": None, "keepdims": False},
+          doc="""\
+The L1 (``ord=1``) or L2 (``ord=2``) norm over ``axis`` (default: every element).
+
+The selected axes are treated as one vector, as MXNet computes it: a 2-tuple
+``axis`` gives the entrywise (Frobenius for ``ord=2``) matrix norm. ``out_dtype``
+sets the result's dtype (default: the input's). A full reduction has shape
+``(1,)``. Sparse inputs (any axis) reduce natively into a dense result.
+""")
+norm.infer(_dense_result)
+
+
+def _norm(data, ord, axis, out_dtype, keepdims):
+    if ord not in (1, 2):
+        raise NetsError(f"norm: ord={ord!r} is not supported; use 1 or 2")
+    pre, finish = (np.abs, None) if ord == 1 else (np.square, _sqrt)
+    return _reduce(data, pre, np.add, finish, axis, keepdims,
+                   dtype=None if out_dtype is None else as_dtype(out_dtype))
+
+
+for _stype in _KEEP:
+    norm.impl(_stype)(_norm)
+
+
+# -- square_sum --------------------------------------------------------------------------
+square_sum = Op("square_sum", ("data",), _REDUCE_ATTRS, doc="""\
+``sum(square(data), axis, keepdims, exclude)`` as one op (MXNet's ``_square_sum``),
+made for row-sparse arrays such as gradients (squared norms per row or overall).
+
+Storage (MXNet's rule, generalised to n-d): a row_sparse input with
+``keepdims=True`` and ``axis`` holding only positive axes (or, with
+``exclude=True``, holding 0) keeps its rows, so the result is row_sparse with
+the input's row indices (``square_sum(rsp, axis=1, keepdims=True)``). Every other
+case is dense. Inference sees no shapes, so a negative axis gives a dense result.
+""" + _ARGS_DOC)
+
+
+def _keeps_rows(axis, keepdims, exclude):
+    given = _given(axis)
+    if not (keepdims and given):
+        return False
+    return 0 in given if exclude else all(a > 0 for a in given)
+
+
+@square_sum.infer
+def _(data, axis, keepdims, exclude):
+    return ("row_sparse" if data == "row_sparse" and _keeps_rows(axis, keepdims, exclude)
+            else "default")
+
+
+@square_sum.impl("default")
+@square_sum.impl("csr")
+def _square_sum(data, axis, keepdims, exclude):
+    return _reduce(data, np.square, np.add, None, axis, keepdims, exclude)
+
+
+@square_sum.impl("row_sparse")
+def _(data, axis, keepdims, exclude):
+    if not _keeps_rows(axis, keepdims, exclude):
+        return _square_sum(data, axis, keepdims, exclude)
+    axes = _axes(data.shape, axis, exclude)
+    rows = np.add.reduce(np.square(data._data), axis=axes, keepdims=True)
+    return RowSparseNDArray(rows, data._indices.copy(), _shape(data.shape, axes, True),
+                            data.context)
+
+
+# -- argmax / argmin -----------------------------------------------------------------------
+_ARG_DOC = """\
+Index of the {what} value along ``axis`` (an int; None: of the flattened array,
+shape ``(1,)``), the first one on ties. As in MXNet the indices are floats, of
+dtype ``np.result_type(data.dtype, float32)``: float32, float64 for float64 input;
+float16 input gets float32, since float16 cannot hold indices past 2048.
+Dense only: a sparse input falls back (warns).
+"""
+
+
+def _declare_arg(name, fn, what):
+    op = Op(name, ("data",), {"axis": None, "keepdims": False}, doc=_ARG_DOC.format(what=what))
+    op.infer(_dense_result)
+
+    @op.impl("default")
+    def _(data, axis, keepdims):
+        x = data._np
+        if axis is not None and not isinstance(axis, (int, np.integer)):
+            raise ShapeError(f"{name}: axis={axis!r} must be an int or None")
+        axes = _axes(x.shape, axis)
+        _check_nonempty(name, x.shape, axes)
+        idx = fn(x) if len(axes) == x.ndim else fn(x, axis=axes[0])
+        out = np.asarray(idx, dtype=np.result_type(x.dtype, np.float32))
+        return NDArray(out.reshape(_shape(x.shape, axes, keepdims)), data.context)
+    return op
+
+
+argmax = _declare_arg("argmax", np.argmax, "largest")
+argmin = _declare_arg("argmin", np.argmin, "smallest")

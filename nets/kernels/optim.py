@@ -1,0 +1,209 @@
+"""Optimizer updates: each kernel applies one optimizer's element-wise rule to a list of rows.
+
+Invariants the caller (``nets.optim``) guarantees:
+- every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
+  storage; all have one float dtype and so has every float scalar argument (the arithmetic
+  runs in the array dtype, as MXNet's kernels do);
+- update ``k`` (``0 <= k < count``) touches row ``pos[0, k]`` of the weight, row ``pos[1, k]``
+  of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
+  from a sparse gradient points at a zero row appended to its data). An empty ``pos`` (no
+  columns) means row ``k`` of every operand: the dense path builds no index array. A state
+  the optimizer does not use is a ``(0, cols)`` placeholder, never read;
+- the weight's and each state's line of ``pos`` hold unique rows (a canonical row_sparse
+  gradient has unique indices), so the updates are independent (in any order);
+- ``clip < 0`` disables clipping (the optimizer maps ``clip_gradient=None`` to -1).
+
+States are flushed to zero below ``TINY`` in magnitude: moments of rows that no batch touches
+decay geometrically into float32 denormals after ~800 steps, and arithmetic on denormals runs
+~15x slower, which would slow every later dense pass (DESIGN §7).
+
+Divisions use ``np.divide`` (numpy's error model): numba's ``/`` checks every float divisor
+for zero, and that branch keeps LLVM from vectorising the loop over a row. Each row is taken
+as a 1-D view first, for the same reason. The kernels are serial: a vectorised dense pass
+is memory-bound, and on the 2-core benchmark machine a second thread did not speed it up,
+while lazy steps are too short to repay starting threads (benchmarks/bench_optim.py).
+"""
+import numpy as np
+
+from ._jit import jit
+
+TINY = 1e-30
+
+
+@jit
+def _at(pos, operand, k):
+    """Row of ``operand`` for update ``k`` (row ``k`` itself when ``pos`` is empty)."""
+    return pos[operand, k] if pos.shape[1] else k
+
+
+@jit
+def _ftz(x, tiny):
+    """``x``, or zero when ``|x| < tiny`` (NaN passes through)."""
+    return x - x if abs(x) < tiny else x
+
+
+@jit
+def _clip(x, bound):
+    """``x`` clipped to ``[-bound, bound]``; ``bound < 0`` disables it; NaN passes through."""
+    if bound >= 0:
+        if x > bound:
+            return bound
+        if x < -bound:
+            return -bound
+    return x
+
+
+@jit
+def sgd(pos, count, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
+    """SGD (MXNet ``sgd_update`` / ``sgd_mom_update``)::
+
+        step = -lr * (wd * w + clip(rescale * g))
+        mom = momentum * mom + step; step = mom        (if has_mom)
+        w += step
+    """
+    tiny = w.dtype.type(TINY)
+    for k in range(count):
+        wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
+        mr = mom[_at(pos, 2, k)] if has_mom else wr
+        for j in range(w.shape[1]):
+            step = -lr * (wd * wr[j] + _clip(gr[j] * rescale, clip))
+            if has_mom:
+                step = _ftz(momentum * mr[j] + step, tiny)
+                mr[j] = step
+            wr[j] += step
+
+
+@jit
+def adam(pos, count, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip, decoupled):
+    """Adam (MXNet ``adam_update``; ``lr`` carries the bias correction)::
+
+        x = clip(rescale * g + wd * w)
+        mean = beta1 * mean + (1 - beta1) * x
+        var = beta2 * var + (1 - beta2) * x**2
+        w -= lr * mean / (sqrt(var) + epsilon)
+
+    ``decoupled`` gives AdamW (MXNet ``adamw_update``): ``x = clip(rescale * g)`` and
+    ``w -= lr * (mean / (sqrt(var) + epsilon) + wd * w)``.
+    """
+    one, tiny = w.dtype.type(1), w.dtype.type(TINY)
+    for k in range(count):
+        wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
+        mr, vr = mean[_at(pos, 2, k)], var[_at(pos, 3, k)]
+        for j in range(w.shape[1]):
+            wj = wr[j]
+            x = gr[j] * rescale
+            if not decoupled:
+                x += wd * wj
+            x = _clip(x, clip)
+            m = _ftz(beta1 * mr[j] + (one - beta1) * x, tiny)
+            v = _ftz(beta2 * vr[j] + (one - beta2) * x * x, tiny)
+            mr[j] = m
+            vr[j] = v
+            d = np.divide(m, np.sqrt(v) + epsilon)
+            if decoupled:
+                d += wd * wj
+            wr[j] = wj - lr * d
+
+
+@jit
+def adagrad(pos, count, w, g, history, lr, wd, epsilon, rescale, clip):
+    """AdaGrad (MXNet ``AdaGrad``)::
+
+        x = clip(rescale * g)
+        history += x**2
+        w -= lr * (x / sqrt(history + epsilon) + wd * w)
+    """
+    tiny = w.dtype.type(TINY)
+    for k in range(count):
+        wr, gr, hr = w[_at(pos, 0, k)], g[_at(pos, 1, k)], history[_at(pos, 2, k)]
+        for j in range(w.shape[1]):
+            wj = wr[j]
+            x = _clip(gr[j] * rescale, clip)
+            h = _ftz(hr[j] + x * x, tiny)
+            hr[j] = h
+            wr[j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
+
+
+@jit
+def rmsprop(pos, count, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
+            clip_weights, centered):
+    """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::
+
+        x = clip(rescale * g + wd * w)
+        n = (1 - gamma1) * x**2 + gamma1 * n
+        w -= lr * x / sqrt(n + epsilon)                                   (not centered)
+        mg = (1 - gamma1) * x + gamma1 * mg                                (centered)
+        delta = gamma2 * delta - lr * x / sqrt(n - mg**2 + epsilon)
+        w += delta
+        w = clip(w, clip_weights)
+    """
+    one, tiny = w.dtype.type(1), w.dtype.type(TINY)
+    for k in range(count):
+        wr, gr, nr = w[_at(pos, 0, k)], g[_at(pos, 1, k)], n[_at(pos, 2, k)]
+        gmr = mg[_at(pos, 3, k)] if centered else nr
+        dr = delta[_at(pos, 4, k)] if centered else nr
+        for j in range(w.shape[1]):
+            wj = wr[j]
+            x = _clip(gr[j] * rescale + wd * wj, clip)
+            nj = _ftz((one - gamma1) * x * x + gamma1 * nr[j], tiny)
+            nr[j] = nj
+            if centered:
+                m = _ftz((one - gamma1) * x + gamma1 * gmr[j], tiny)
+                d = _ftz(gamma2 * dr[j] - lr * np.divide(x, np.sqrt(nj - m * m + epsilon)),
+                         tiny)
+                gmr[j] = m
+                dr[j] = d
+                wj = wj + d
+            else:
+                wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
+            wr[j] = _clip(wj, clip_weights)
+
+
+@jit
+def ftrl(pos, count, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+    """FTRL-proximal (MXNet ``ftrl_update``)::
+
+        x = clip(rescale * g)
+        z += x - (sqrt(n + x**2) - sqrt(n)) * w / lr
+        n += x**2
+        w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  if |z| > lamda1  else 0
+    """
+    tiny = w.dtype.type(TINY)
+    for k in range(count):
+        wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
+        zr, nr = z[_at(pos, 2, k)], n[_at(pos, 3, k)]
+        for j in range(w.shape[1]):
+            x = _clip(gr[j] * rescale, clip)
+            nj = nr[j]
+            zj = _ftz(zr[j] + x - np.divide((np.sqrt(nj + x * x) - np.sqrt(nj)) * wr[j], lr),
+                      tiny)
+            nj = _ftz(nj + x * x, tiny)
+            zr[j] = zj
+            nr[j] = nj
+            sign = lamda1 if zj > 0 else -lamda1
+            shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
+            wr[j] = shrunk if abs(zj) > lamda1 else zj - zj
+
+
+@jit
+def scale_rows(w, rows, factors):
+    """``w[rows[k]] *= factors[k]`` (weight decay applied outside an update; rows unique)."""
+    for k in range(len(rows)):
+        wr, f = w[rows[k]], factors[k]
+        for j in range(w.shape[1]):
+            wr[j] *= f
+
+
+@jit
+def sum_squares(x):
+    """``sum(x**2)`` of a 1-D array, accumulated in float64 (four independent chains)."""
+    acc = np.zeros(4)
+    n4 = len(x) - len(x) % 4
+    for i in range(0, n4, 4):
+        for j in range(4):
+            v = np.float64(x[i + j])
+            acc[j] += v * v
+    for i in range(n4, len(x)):
+        v = np.float64(x[i])
+        acc[0] += v * v
+    return acc.sum()

@@ -1,0 +1,31 @@
+"""AdaGrad (MXNet's ``AdaGrad``)."""
+from .. import kernels
+from .optimizer import Optimizer, register
+
+__all__ = ["AdaGrad"]
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad (Duchi et al., http://www.jmlr.org/papers/volume12/duchi11a/duchi11a.pdf)::
+
+        x = clip(rescale_grad * grad, clip_gradient)
+        history += x**2
+        w -= lr * (x / sqrt(history + eps) + wd * w)
+
+    ``eps`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
+    same rule runs on the gradient's rows (``lazy_update=True``) or on every row.
+    """
+
+    _kernel_states = 1
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight)  # history
+
+    def _step(self, index, rows, lr, wd):
+        rows.run(kernels.optim.adagrad, lr, wd, self.float_stable_eps, self.rescale_grad,
+                 self._clip)

@@ -1,0 +1,64 @@
+"""Adam and AdamW (MXNet's ``Adam`` and ``AdamW``)."""
+import math
+
+from .. import kernels
+from .optimizer import Optimizer, register
+
+__all__ = ["Adam", "AdamW"]
+
+
+@register
+class Adam(Optimizer):
+    """Adam (Kingma & Ba, https://arxiv.org/abs/1412.6980)::
+
+        x = clip(rescale_grad * grad + wd * w, clip_gradient)
+        mean = beta1 * mean + (1 - beta1) * x
+        var = beta2 * var + (1 - beta2) * x**2
+        w -= lr_t * mean / (sqrt(var) + epsilon),   lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)
+
+    The bias correction is folded into ``lr_t`` (as MXNet), and ``t`` counts the updates of
+    this parameter, not of a row: with lazy updates a row first touched at step 100 is
+    corrected as at step 100 (MXNet's rule; PyTorch's SparseAdam does the same). With a
+    row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w``, ``mean``
+    and ``var`` are updated; see ``Optimizer`` for the rest.
+    """
+
+    default_lr = 0.001
+    _kernel_states = 2
+    _decoupled = False
+
+    def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, lazy_update=lazy_update, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.correct_bias = True
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight), self._zeros_like(weight)  # mean, var
+
+    def _step(self, index, rows, lr, wd):
+        if self.correct_bias:
+            t = self._index_update_count[index]
+            lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        rows.run(kernels.optim.adam, lr, self.beta1, self.beta2, self.epsilon, wd,
+                 self.rescale_grad, self._clip, self._decoupled)
+
+
+@register
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter,
+    https://arxiv.org/abs/1711.05101), MXNet's ``AdamW``::
+
+        x = clip(rescale_grad * grad, clip_gradient)
+        mean, var as in Adam
+        w -= lr_t * (mean / (sqrt(var) + epsilon) + wd * w)
+
+    ``lr_t`` carries the bias correction unless ``correct_bias=False``.
+    """
+
+    _decoupled = True
+
+    def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-6,
+                 correct_bias=True, lazy_update=True, **kwargs):
+        super().__init__(learning_rate, beta1, beta2, epsilon, lazy_update, **kwargs)
+        self.correct_bias = correct_bias

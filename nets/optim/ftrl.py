@@ -1,0 +1,38 @@
+"""FTRL-proximal (MXNet's ``Ftrl``)."""
+from .. import kernels
+from .optimizer import Optimizer, register
+
+__all__ = ["FTRL", "Ftrl"]
+
+
+@register
+class FTRL(Optimizer):
+    """FTRL-proximal (McMahan et al., "Ad Click Prediction: a View from the Trenches")::
+
+        x = clip(rescale_grad * grad, clip_gradient)
+        z += x - (sqrt(n + x**2) - sqrt(n)) * w / lr
+        n += x**2
+        w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)   if |z| > lamda1, else 0
+
+    ``lamda1`` is the L1 strength and ``wd`` an L2 term of the closed form (not a decay
+    step, so ``wd_mode`` must stay ``'lazy'``). A row with a zero gradient keeps ``z`` and
+    ``n``, so a dense update only recomputes its weight from them.
+    """
+
+    default_lr = 0.1
+    _kernel_states = 2
+    _decays = False
+
+    def __init__(self, lamda1=0.01, learning_rate=None, beta=1.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.lamda1, self.beta = lamda1, beta
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight), self._zeros_like(weight)  # z, n
+
+    def _step(self, index, rows, lr, wd):
+        rows.run(kernels.optim.ftrl, lr, self.lamda1, self.beta, wd, self.rescale_grad,
+                 self._clip)
+
+
+Ftrl = FTRL  # MXNet's spelling

@@ -1,0 +1,466 @@
+"""``Optimizer``: the base class of every optimizer, the registry (``register``/``create``) and
+the row plan that makes updates with a row_sparse gradient lazy.
+
+An update reads and writes nets arrays in place: the weight and the states (dense or
+row_sparse, in any mix) are viewed as ``(rows, cols)`` numpy arrays and handed to one numba
+kernel per optimizer (``nets.kernels.optim``) together with the rows to update. With a
+row_sparse gradient and ``lazy_update=True`` those are the gradient's rows only: no other row
+of the weight or of any state is read or written. Otherwise (a dense gradient, or
+``lazy_update=False``) every row is updated and an absent gradient row counts as zero.
+"""
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import kernels
+from ..base import DTypeError, NetsError, ShapeError, StorageTypeError
+from ..ndarray.creation import zeros
+from ..ndarray.dense import NDArray
+
+__all__ = ["Optimizer", "register", "create", "WD_MODES"]
+
+WD_MODES = ("lazy", "catchup", "dense")
+_INDEX = np.int64
+
+
+class Optimizer:
+    """Base class of the optimizers (MXNet's ``mx.optimizer.Optimizer``).
+
+    Parameters
+    ----------
+    learning_rate : float, optional
+        The step size. ``None`` takes the ``lr_scheduler``'s ``base_lr`` when one is given,
+        else the optimizer's default (``default_lr``); a value given together with a
+        scheduler becomes the scheduler's ``base_lr``.
+    wd : float
+        Weight decay (L2 penalty) coefficient, scaled per parameter by ``wd_mult``.
+    rescale_grad : float
+        The gradient is multiplied by this first (typically ``1 / batch_size``), then clipped.
+    clip_gradient : float or None
+        Clip each rescaled gradient element to ``[-clip_gradient, clip_gradient]``; ``None``
+        disables it. Any number ``>= 0`` clips, 0 included (MXNet silently ignored 0).
+    lr_scheduler : LRScheduler, optional
+        Gives the learning rate as a function of ``num_update``.
+    multi_precision : bool
+        Keep a float32 master copy of float16 weights (``create_state_multi_precision`` /
+        ``update_multi_precision``).
+    param_dict : dict, optional
+        Index -> ``Parameter`` (with ``name``, ``lr_mult``, ``wd_mult``), set by the Trainer.
+    lazy_update : bool
+        With a row_sparse gradient, update only the gradient's rows of the weight and of
+        every state (states are created with the weight's storage type). ``False`` performs
+        the standard dense update, and states are created dense.
+    wd_mode : {'lazy', 'catchup', 'dense'}
+        How weight decay treats rows a lazy update skips: ``'lazy'`` decays touched rows only
+        (MXNet); ``'catchup'`` keeps a per-row record and applies the decay steps a row
+        missed when it is next touched (see ``catch_up``); ``'dense'`` decays every untouched
+        row each step. Both apply the decay term alone, ``w <- (1 - lr * wd) * w`` per missed
+        step, so they reproduce ``lazy_update=False`` exactly for SGD without momentum and
+        for AdaGrad; optimizers whose decay also passes through moments (momentum, Adam,
+        RMSProp) get the plain decay for skipped rows.
+    """
+
+    opt_registry = {}
+    default_lr = 0.01
+    _kernel_states = 0  # how many states this optimizer's kernel takes (unused ones: None)
+    # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
+    _decays = True
+
+    def __init__(self, learning_rate=None, wd=0.0, rescale_grad=1.0, clip_gradient=None,
+                 lr_scheduler=None, multi_precision=False, param_dict=None, lazy_update=True,
+                 wd_mode="lazy"):
+        self.lr_scheduler = lr_scheduler
+        if learning_rate is None:
+            learning_rate = self.default_lr if lr_scheduler is None else lr_scheduler.base_lr
+        elif lr_scheduler is not None:
+            lr_scheduler.base_lr = learning_rate
+        self.lr = learning_rate
+        self.wd = wd
+        self.rescale_grad = rescale_grad
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.param_dict = param_dict if param_dict else {}
+        self.lazy_update = lazy_update
+        self.wd_mode = wd_mode
+        self.lr_mult, self.wd_mult = {}, {}
+        self.num_update = 0
+        self._index_update_count = {}
+        self._log_decay = {}  # index -> sum over steps of log(1 - lr * wd)   (wd_mode='catchup')
+        self._row_log_decay = {}  # index -> per row: that sum when the row was last updated
+
+    # -- registry ------------------------------------------------------------------------
+    @staticmethod
+    def register(klass):
+        """Register an optimizer class under its lower-cased name (a class decorator)."""
+        if not (isinstance(klass, type) and issubclass(klass, Optimizer)):
+            raise NetsError(f"register needs an Optimizer subclass, got {klass!r}")
+        name = klass.__name__.lower()
+        old = Optimizer.opt_registry.get(name)
+        if old is not None and old is not klass:
+            warnings.warn(f"optimizer {klass.__module__}.{klass.__name__} overrides "
+                          f"{old.__module__}.{old.__name__} registered as {name!r}", stacklevel=2)
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name, **kwargs):
+        """An instance of the optimizer registered as ``name`` (case-insensitive)."""
+        klass = Optimizer.opt_registry.get(str(name).lower())
+        if klass is None:
+            raise NetsError(f"unknown optimizer {name!r}; registered: "
+                            f"{sorted(Optimizer.opt_registry)}")
+        return klass(**kwargs)
+
+    # -- hyper-parameters ----------------------------------------------------------------
+    @property
+    def clip_gradient(self):
+        return self._clip_gradient
+
+    @clip_gradient.setter
+    def clip_gradient(self, value):
+        if value is not None and not (isinstance(value, numbers.Real) and value >= 0):
+            raise NetsError(f"clip_gradient={value!r}: expected None (no clipping) or a "
+                            f"number >= 0")
+        self._clip_gradient = value
+
+    @property
+    def wd_mode(self):
+        return self._wd_mode
+
+    @wd_mode.setter
+    def wd_mode(self, value):
+        if value not in WD_MODES:
+            raise NetsError(f"wd_mode={value!r}: expected one of {WD_MODES}")
+        if value != "lazy" and not self._decays:
+            raise NetsError(f"wd_mode={value!r} does not apply to {type(self).__name__}: its "
+                            f"weight decay is not a decay step; use wd_mode='lazy'")
+        self._wd_mode = value
+
+    @property
+    def learning_rate(self):
+        """The current learning rate (the scheduler's value at ``num_update``, if any)."""
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    @learning_rate.setter
+    def learning_rate(self, lr):
+        self.set_learning_rate(lr)
+
+    def set_learning_rate(self, lr):
+        """Set the learning rate (not allowed while an ``lr_scheduler`` decides it)."""
+        if self.lr_scheduler is not None:
+            raise NetsError(f"set_learning_rate({lr!r}): the learning rate comes from the "
+                            f"lr_scheduler; change the scheduler instead")
+        self.lr = lr
+
+    def set_lr_mult(self, args_lr_mult):
+        """Per-parameter learning-rate multipliers: ``{index or parameter name: mult}``.
+
+        These override a ``Parameter``'s own ``lr_mult`` (MXNet let ``param_dict`` win,
+        so ``set_lr_mult`` silently did nothing for Gluon parameters)."""
+        self.lr_mult = dict(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        """Per-parameter weight-decay multipliers: ``{index or parameter name: mult}``
+        (they override a ``Parameter``'s own ``wd_mult``)."""
+        self.wd_mult = dict(args_wd_mult)
+
+    def _mult(self, table, attr, index):
+        if index in table:
+            return table[index]
+        param = self.param_dict.get(index)
+        if param is None:
+            return 1.0
+        return table.get(param.name, getattr(param, attr))
+
+    def _get_lr(self, index):
+        return self.learning_rate * self._mult(self.lr_mult, "lr_mult", index)
+
+    def _get_wd(self, index):
+        return self.wd * self._mult(self.wd_mult, "wd_mult", index)
+
+    def _update_count(self, index):
+        """Count one update of parameter ``index``; ``num_update`` is the largest count."""
+        count = self._index_update_count.get(index, 0) + 1
+        self._index_update_count[index] = count
+        self.num_update = max(count, self.num_update)
+
+    # -- states --------------------------------------------------------------------------
+    def create_state(self, index, weight):
+        """The optimizer state of one weight: None, an array or a tuple of arrays."""
+        return None
+
+    def _zeros_like(self, weight):
+        """A zero state for ``weight``: its storage type when updates are lazy, else dense."""
+        stype = weight.stype if self.lazy_update else "default"
+        return zeros(weight.shape, weight.context, weight.dtype, stype)
+
+    def create_state_multi_precision(self, index, weight):
+        """``create_state``, plus a float32 master copy of a float16 weight when
+        ``multi_precision``: the state is then ``(master, state)``."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return master, self.create_state(index, master)
+        return self.create_state(index, weight)
+
+    # -- updates -------------------------------------------------------------------------
+    def update(self, index, weight, grad, state):
+        """Update ``weight`` (and ``state``) in place from ``grad``.
+
+        ``index`` identifies the parameter (its update count, multipliers); lists of
+        indices, weights, gradients and states update several parameters.
+        """
+        if isinstance(index, (list, tuple)):
+            for args in zip(index, weight, grad, state):
+                self.update(*args)
+            return
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        rows = _RowPlan(weight, grad, _as_tuple(state), self.lazy_update, self._kernel_states)
+        if self.wd_mode == "catchup":
+            self._catch_up(index, rows, lr * wd)
+        self._step(index, rows, lr, wd)
+        if self.wd_mode == "dense" and wd and rows.ids is not None:
+            rows.decay_untouched(1.0 - lr * wd)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        """``update``, through the float32 master copy for a float16 weight when
+        ``multi_precision``; the master is then copied back to the weight (only the
+        gradient's rows for a dense weight updated lazily)."""
+        if isinstance(index, (list, tuple)):
+            for args in zip(index, weight, grad, state):
+                self.update_multi_precision(*args)
+            return
+        if not (self.multi_precision and weight.dtype == np.float16):
+            self.update(index, weight, grad, state)
+            return
+        master, inner = state
+        self.update(index, master, grad.astype(np.float32), inner)
+        lazy = grad.stype == "row_sparse" and self.lazy_update
+        if weight.stype == "default" and lazy:
+            rows = grad._indices
+            _view2d(weight._np, "weight")[rows] = _view2d(master._np, "master weight")[rows]
+        else:
+            weight[:] = master
+
+    def _step(self, index, rows, lr, wd):
+        """Run this optimizer's kernel on ``rows`` (a ``_RowPlan``) with these rates."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement updates")
+
+    @property
+    def _clip(self):
+        """``clip_gradient`` as the kernels take it (-1 disables)."""
+        return -1.0 if self._clip_gradient is None else self._clip_gradient
+
+    # -- weight decay of skipped rows ------------------------------------------------------
+    def _catch_up(self, index, rows, decay):
+        """Apply to each row about to be updated the decay steps it missed (wd_mode='catchup').
+
+        ``_log_decay[index]`` sums ``log(1 - lr * wd)`` over this parameter's steps and each
+        row records that sum when it is updated, so a row's missed decay is one factor
+        ``exp(sum now - sum then)``, exact under any learning-rate schedule.
+        """
+        stamps = self._row_log_decay.get(index)
+        if stamps is None:
+            if not decay:
+                return
+            stamps = self._row_log_decay[index] = np.zeros(rows.nrows)
+        if decay >= 1:
+            raise NetsError(f"wd_mode='catchup' needs lr * wd < 1, got lr * wd = {decay}")
+        total = self._log_decay.get(index, 0.0)
+        ids = rows.ids if rows.ids is not None else slice(None)
+        missed = total - stamps[ids]
+        if missed.any():
+            rows.scale_weight(np.exp(missed))
+        total += math.log1p(-decay)
+        self._log_decay[index] = total
+        stamps[ids] = total
+
+    def catch_up(self, index, weight):
+        """Apply every decay step that rows of ``weight`` (parameter ``index``) have missed
+        under ``wd_mode='catchup'``, e.g. before saving or evaluating the model."""
+        stamps = self._row_log_decay.get(index)
+        if stamps is None:
+            return
+        total = self._log_decay[index]
+        if weight.stype == "row_sparse":  # absent rows are zero: nothing to decay
+            ids, w = weight._indices, _storage2d(weight)
+        else:
+            ids, w = slice(None), _view2d(weight._np, "weight")
+        _scale_rows(w, np.arange(len(w), dtype=_INDEX), np.exp(total - stamps[ids]))
+        stamps[:] = total
+
+    def counters(self):
+        """``(config, arrays)``: the update counters and catch-up records, JSON-able config
+        plus per-parameter numpy arrays (saved by ``Trainer.save_states``)."""
+        config = {"num_update": self.num_update,
+                  "index_update_count": {str(k): v for k, v in self._index_update_count.items()},
+                  "log_decay": {str(k): v for k, v in self._log_decay.items()}}
+        return config, {str(k): v for k, v in self._row_log_decay.items()}
+
+    def load_counters(self, config, arrays):
+        """Restore what ``counters`` returned."""
+        self.num_update = int(config["num_update"])
+        self._index_update_count = {int(k): int(v)
+                                    for k, v in config["index_update_count"].items()}
+        self._log_decay = {int(k): float(v) for k, v in config["log_decay"].items()}
+        self._row_log_decay = {int(k): np.array(v, dtype=np.float64) for k, v in arrays.items()}
+
+
+def _as_tuple(state):
+    if state is None:
+        return ()
+    return tuple(state) if isinstance(state, (tuple, list)) else (state,)
+
+
+def _view2d(a, what):
+    """Dense ``a`` (C-contiguous) as ``(rows, cols)``, sharing memory (0-d: one row)."""
+    if not a.flags.c_contiguous:
+        raise NetsError(f"the {what} must be C-contiguous to be updated in place")
+    return a.reshape(a.shape[0] if a.ndim else 1, int(np.prod(a.shape[1:])))
+
+
+def _storage2d(a):
+    """Row_sparse ``a``'s stored rows as ``(nnz_rows, cols)``, sharing memory."""
+    if not a._data.flags.c_contiguous:
+        a._data = np.ascontiguousarray(a._data)
+    return a._data.reshape(len(a._indices), int(np.prod(a.shape[1:])))
+
+
+class _RowPlan:
+    """Which rows of the weight, the gradient and each state one update touches.
+
+    ``arrays``: 2-D numpy views ``[weight, gradient, *states]``, the states padded to
+    ``nstates`` with ``(0, cols)`` placeholders for absent (None) states; ``pos`` and
+    ``count`` as ``nets.kernels.optim`` takes them; ``ids``: the weight's row ids being
+    updated (None: every row); ``given``: which states are not None. A row_sparse weight
+    or state lacking a row to update gets it inserted (zero), and a row_sparse state is
+    filled to the rows the weight stores, as MXNet did, so that it grows once instead of on
+    every step.
+    """
+
+    def __init__(self, weight, grad, states, lazy, nstates):
+        states = tuple(states) + (None,) * (nstates - len(states))
+        for what, a in [("weight", weight), ("grad", grad)] + [
+                (f"state {i}", s) for i, s in enumerate(states) if s is not None]:
+            _check_operand(a, what, weight)
+        self.nrows = n = weight.shape[0] if weight.ndim else 1
+        self.dtype = weight.dtype
+        # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
+        # lazy update never sees a row twice and needs no coalescing.
+        self.ids = grad._indices if grad.stype == "row_sparse" and lazy else None
+        self.count = n if self.ids is None else len(self.ids)
+        lines = [self._line(weight, None)]
+        self.arrays = [self._array(weight, "weight")]
+        if grad.stype == "default":
+            lines.append(None)
+            self.arrays.append(_view2d(np.ascontiguousarray(grad._np), "gradient"))
+        else:
+            k = len(grad._indices)
+            data = _storage2d(grad)
+            if self.ids is not None:
+                lines.append(np.arange(k, dtype=_INDEX))
+            else:  # every row: an absent gradient row reads an appended zero row
+                line = np.full(n, k, dtype=_INDEX)
+                line[grad._indices] = np.arange(k, dtype=_INDEX)
+                lines.append(line)
+                data = np.concatenate([data, np.zeros((1, data.shape[1]), data.dtype)])
+            self.arrays.append(data)
+        fill = weight._indices if weight.stype == "row_sparse" else None
+        cols = self.arrays[0].shape[1]
+        self.given = tuple(state is not None for state in states)
+        for i, state in enumerate(states):
+            if state is None:  # the kernel never reads it
+                lines.append(np.zeros(0, dtype=_INDEX))
+                self.arrays.append(np.empty((0, cols), dtype=self.dtype))
+            else:
+                lines.append(self._line(state, fill))
+                self.arrays.append(self._array(state, f"state {i}"))
+        self.weight_rows = lines[0]
+        if all(line is None or len(line) == 0 for line in lines):
+            self.pos = np.empty((len(lines), 0), dtype=_INDEX)  # every row, in order
+        else:
+            self.pos = np.zeros((len(lines), self.count), dtype=_INDEX)
+            for p, line in zip(self.pos, lines):
+                if line is None:
+                    p[:] = np.arange(self.count)
+                elif len(line):
+                    p[:] = line
+
+    def _line(self, a, fill):
+        """Positions in ``a``'s storage of the rows to update (None: row k is row k)."""
+        if a.stype == "default":
+            return self.ids
+        wanted = self.ids if self.ids is not None else np.arange(self.nrows, dtype=_INDEX)
+        _insert_rows(a, wanted, fill)
+        if self.ids is None and len(a._indices) == self.nrows:
+            return None  # all rows stored: storage row k is row k
+        return np.searchsorted(a._indices, wanted).astype(_INDEX, copy=False)
+
+    @staticmethod
+    def _array(a, what):
+        return _view2d(a._np, what) if a.stype == "default" else _storage2d(a)
+
+    def run(self, kernel, *scalars):
+        """``kernel(pos, count, *arrays, *scalars)``, float scalars cast to the dtype."""
+        cast = self.dtype.type
+        scalars = [s if isinstance(s, bool) else cast(s) for s in scalars]
+        kernel(self.pos, self.count, *self.arrays, *scalars)
+
+    def _weight_positions(self):
+        line = self.weight_rows
+        return np.arange(self.count, dtype=_INDEX) if line is None else line
+
+    def scale_weight(self, factors):
+        """Multiply each updated row ``k`` of the weight by ``factors[k]``."""
+        _scale_rows(self.arrays[0], self._weight_positions(), factors)
+
+    def decay_untouched(self, factor):
+        """Multiply every stored weight row that this update does not touch by ``factor``."""
+        keep = np.ones(len(self.arrays[0]), dtype=bool)
+        keep[self._weight_positions()] = False
+        rows = np.flatnonzero(keep).astype(_INDEX)
+        _scale_rows(self.arrays[0], rows, np.full(len(rows), factor))
+
+
+def _scale_rows(w, rows, factors):
+    """``w[rows[k]] *= factors[k]`` for 2-D ``w``."""
+    kernels.optim.scale_rows(w, rows, factors.astype(w.dtype))
+
+
+def _check_operand(a, what, weight):
+    if not isinstance(a, NDArray):
+        raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
+    if a.stype not in ("default", "row_sparse"):
+        raise StorageTypeError(f"{what} has stype {a.stype!r}; optimizers update dense and "
+                               f"row_sparse arrays")
+    if tuple(a.shape) != tuple(weight.shape):
+        raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(weight.shape)}")
+    if a.dtype not in (np.float32, np.float64):
+        hint = "; use multi_precision=True for float16" if a.dtype == np.float16 else ""
+        raise DTypeError(f"{what} has dtype {a.dtype}: optimizers update float32 and float64 "
+                         f"arrays{hint}")
+    if a.dtype != weight.dtype:
+        raise DTypeError(f"{what} has dtype {a.dtype}, the weight {weight.dtype}")
+
+
+def _insert_rows(a, rows, fill=None):
+    """Make row_sparse ``a`` store every row in ``rows`` (sorted unique), and the rows of
+    ``fill`` too when some are missing; inserted rows are zero."""
+    idx = a._indices
+    at = np.searchsorted(idx, rows)
+    present = at < len(idx)
+    present[present] = idx[at[present]] == rows[present]
+    if present.all():
+        return
+    new = np.union1d(idx, rows if fill is None else np.union1d(rows, fill)).astype(_INDEX)
+    data = np.zeros((len(new),) + a._data.shape[1:], dtype=a._data.dtype)
+    data[np.searchsorted(new, idx)] = a._data
+    a._data, a._indices = data, new
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer

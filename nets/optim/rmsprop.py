@@ -1,0 +1,41 @@
+"""RMSProp, plain and centered (MXNet's ``RMSProp``)."""
+from .. import kernels
+from .optimizer import Optimizer, register
+
+__all__ = ["RMSProp"]
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp. ``centered=False`` follows Tieleman & Hinton (2012)::
+
+        x = clip(rescale_grad * grad + wd * w, clip_gradient)
+        n = (1 - gamma1) * x**2 + gamma1 * n
+        w -= lr * x / sqrt(n + epsilon)
+
+    and ``centered=True`` Graves (2013, http://arxiv.org/abs/1308.0850, eq. 38-45)::
+
+        n as above;  g = (1 - gamma1) * x + gamma1 * g
+        delta = gamma2 * delta - lr * x / sqrt(n - g**2 + epsilon)
+        w += delta
+
+    ``clip_weights`` (if not None) then clips ``w`` to ``[-clip_weights, clip_weights]``.
+    The state is ``(n,)`` or ``(n, g, delta)``.
+    """
+
+    default_lr = 0.001
+    _kernel_states = 3
+
+    def __init__(self, learning_rate=None, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
+                 centered=False, clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
+        self.centered, self.clip_weights = centered, clip_weights
+
+    def create_state(self, index, weight):
+        return tuple(self._zeros_like(weight) for _ in range(3 if self.centered else 1))
+
+    def _step(self, index, rows, lr, wd):
+        clip_weights = -1.0 if self.clip_weights is None else self.clip_weights
+        rows.run(kernels.optim.rmsprop, lr, self.gamma1, self.gamma2, self.epsilon, wd,
+                 self.rescale_grad, self._clip, clip_weights, bool(self.centered))

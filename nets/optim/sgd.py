@@ -1,0 +1,31 @@
+"""SGD with momentum and weight decay (MXNet's ``SGD``)."""
+from .. import kernels
+from .optimizer import Optimizer, register
+
+__all__ = ["SGD"]
+
+
+@register
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum and weight decay::
+
+        mom = momentum * mom - lr * (wd * w + clip(rescale_grad * grad, clip_gradient))
+        w += mom
+
+    (without momentum: ``w -= lr * (wd * w + clip(rescale_grad * grad))``). With a
+    row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w`` and
+    ``mom`` are updated (MXNet's lazy update); see ``Optimizer`` for the rest.
+    """
+
+    _kernel_states = 1
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(lazy_update=lazy_update, **kwargs)
+        self.momentum = momentum
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight) if self.momentum != 0 else None
+
+    def _step(self, index, rows, lr, wd):
+        rows.run(kernels.optim.sgd, lr, wd, self.momentum, self.rescale_grad, self._clip,
+                 rows.given[0])

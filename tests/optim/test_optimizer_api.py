@@ -1,0 +1,197 @@
+"""The Optimizer base: registry, learning rate and multipliers, update counts, states,
+multi-precision and argument errors."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import nets
+from nets import nd, optim
+from nets.optim import FactorScheduler, Optimizer, create
+from nets.test_utils import assert_almost_equal
+
+
+def _rsp(rows, shape, value=1.0, dtype=np.float32):
+    return nd.sparse.row_sparse_array((np.full((len(rows),) + shape[1:], value, dtype), rows),
+                                      shape=shape)
+
+
+def test_registry_and_create():
+    for name, klass in [("SGD", optim.SGD), ("adam", optim.Adam), ("AdamW", optim.AdamW),
+                        ("adagrad", optim.AdaGrad), ("ftrl", optim.FTRL),
+                        ("rmsprop", optim.RMSProp)]:
+        assert type(create(name)) is klass
+    assert optim.Ftrl is optim.FTRL
+    assert Optimizer.create_optimizer is create
+    assert type(create("sgd", momentum=0.9)).__name__ == "SGD"
+    with pytest.raises(nets.NetsError, match="unknown optimizer 'nope'.*'sgd'"):
+        create("nope")
+    with pytest.raises(nets.NetsError, match="Optimizer subclass"):
+        optim.register(int)
+
+
+def test_register_custom_optimizer():
+    @optim.register
+    class Halve(Optimizer):
+        def update(self, index, weight, grad, state):
+            weight[:] = weight.asnumpy() / 2
+
+    try:
+        opt = create("halve")
+        weight = nd.ones((2,))
+        opt.update(0, weight, nd.ones((2,)), None)
+        assert_almost_equal(weight.asnumpy(), [0.5, 0.5])
+        with pytest.warns(UserWarning, match="overrides"):
+            optim.register(type("Halve", (Optimizer,), {}))
+    finally:
+        Optimizer.opt_registry.pop("halve")
+
+
+def test_default_learning_rates_and_scheduler():
+    assert create("sgd").learning_rate == 0.01
+    assert create("adam").learning_rate == 0.001
+    assert create("ftrl").learning_rate == 0.1
+    assert create("rmsprop").learning_rate == 0.001
+    sched = FactorScheduler(step=1, factor=0.5, base_lr=0.4)
+    opt = create("sgd", lr_scheduler=sched)  # no learning_rate: the scheduler's base_lr
+    assert opt.learning_rate == 0.4
+    opt2 = create("sgd", learning_rate=0.2, lr_scheduler=FactorScheduler(step=1, factor=0.5))
+    assert opt2.lr_scheduler.base_lr == 0.2
+    weight = nd.ones((2,))
+    for _ in range(3):
+        opt.update(0, weight, nd.ones((2,)), None)
+    assert opt.num_update == 3
+    assert opt.learning_rate == 0.4 * 0.5 ** 2
+    # lrs used: 0.4, 0.2, 0.1
+    assert_almost_equal(weight.asnumpy(), 1 - (0.4 + 0.2 + 0.1) * np.ones(2))
+    with pytest.raises(nets.NetsError, match="lr_scheduler"):
+        opt.set_learning_rate(0.1)
+
+
+def test_set_learning_rate():
+    opt = create("sgd", learning_rate=0.1)
+    opt.set_learning_rate(0.3)
+    assert opt.learning_rate == 0.3
+    opt.learning_rate = 0.5
+    assert opt.lr == 0.5
+
+
+class _Param:
+    def __init__(self, name, lr_mult=1.0, wd_mult=1.0):
+        self.name, self.lr_mult, self.wd_mult = name, lr_mult, wd_mult
+
+
+def test_lr_and_wd_multipliers():
+    params = {0: _Param("w0", lr_mult=2.0, wd_mult=0.0), 1: _Param("w1"), 2: _Param("w2")}
+    opt = create("sgd", learning_rate=0.1, wd=0.5, param_dict=params)
+    assert opt._get_lr(0) == pytest.approx(0.2) and opt._get_wd(0) == 0.0
+    assert opt._get_lr(1) == pytest.approx(0.1) and opt._get_wd(1) == 0.5
+    assert opt._get_lr(7) == pytest.approx(0.1)  # not in param_dict
+    opt.set_lr_mult({"w1": 3.0, 2: 4.0, 0: 0.5})  # by name or index; they win over the Parameter
+    opt.set_wd_mult({"w2": 2.0})
+    assert opt._get_lr(0) == pytest.approx(0.05)
+    assert opt._get_lr(1) == pytest.approx(0.3)
+    assert opt._get_lr(2) == pytest.approx(0.4)
+    assert opt._get_wd(2) == pytest.approx(1.0) and opt._get_wd(0) == 0.0
+    weight = nd.ones((2,))
+    opt.update(0, weight, nd.ones((2,)), None)  # lr 0.05, wd 0
+    assert_almost_equal(weight.asnumpy(), [0.95, 0.95])
+
+
+def test_update_counts_and_adam_bias_correction_per_parameter():
+    """Adam's t counts the updates of each parameter (MXNet), not of a row."""
+    opt = create("adam", learning_rate=0.1)
+    weights = [nd.zeros((3, 1)), nd.zeros((3, 1))]
+    states = [opt.create_state(i, w) for i, w in enumerate(weights)]
+    for _ in range(3):
+        opt.update(0, weights[0], _rsp([0], (3, 1)), states[0])
+    opt.update([1], [weights[1]], [_rsp([2], (3, 1))], [states[1]])  # list form
+    assert opt._index_update_count == {0: 3, 1: 1}
+    assert opt.num_update == 3
+    # a row first touched at step 4 of parameter 0 is corrected with t = 4
+    opt.update(0, weights[0], _rsp([1], (3, 1)), states[0])
+    m, v = 0.1, 0.001  # first moments of gradient 1
+    lr_t = 0.1 * math.sqrt(1 - 0.999 ** 4) / (1 - 0.9 ** 4)
+    assert_almost_equal(weights[0].asnumpy()[1], [-lr_t * m / (math.sqrt(v) + 1e-8)], rtol=1e-5)
+    lr_1 = 0.1 * math.sqrt(1 - 0.999) / (1 - 0.9)
+    assert_almost_equal(weights[1].asnumpy()[2], [-lr_1 * m / (math.sqrt(v) + 1e-8)], rtol=1e-5)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_state_storage_types(lazy):
+    rsp = nd.sparse.zeros("row_sparse", (4, 2))
+    for name in ("sgd", "adam", "adamw", "adagrad", "ftrl", "rmsprop"):
+        kwargs = {"momentum": 0.9} if name == "sgd" else {}
+        opt = create(name, lazy_update=lazy, **kwargs)
+        for weight in (nd.zeros((4, 2), dtype=np.float64), rsp):
+            state = opt.create_state(0, weight)
+            states = state if isinstance(state, tuple) else (state,)
+            expected = weight.stype if lazy else "default"
+            assert all(s.stype == expected and s.shape == (4, 2) for s in states)
+            assert all(s.dtype == weight.dtype for s in states)
+    assert create("sgd").create_state(0, rsp) is None
+    assert len(create("rmsprop", centered=True).create_state(0, rsp)) == 3
+
+
+def test_row_sparse_state_grows_to_the_weight_rows_once():
+    """An empty row_sparse state is filled to the weight's rows on first use (as MXNet)."""
+    weight = nd.ones((5, 2)).tostype("row_sparse")
+    opt = create("adam")
+    mean, var = opt.create_state(0, weight)
+    assert len(mean._indices) == 0
+    opt.update(0, weight, _rsp([1, 3], (5, 2)), (mean, var))
+    assert mean._indices.tolist() == [0, 1, 2, 3, 4]
+    assert np.array_equal(mean.asnumpy()[[0, 2, 4]], np.zeros((3, 2)))
+
+
+def test_empty_gradient_changes_nothing():
+    for stype in ("default", "row_sparse"):
+        weight = nd.array(np.arange(6.0).reshape(3, 2)).tostype(stype)
+        opt = create("adam", wd=0.1)
+        state = opt.create_state(0, weight)
+        opt.update(0, weight, nd.sparse.zeros("row_sparse", (3, 2), dtype=np.float64), state)
+        assert np.array_equal(weight.asnumpy(), np.arange(6.0).reshape(3, 2))
+
+
+def test_multi_precision_float16():
+    w16 = nd.array(np.ones((4, 2)), dtype=np.float16)
+    opt = create("sgd", learning_rate=0.1, momentum=0.5, multi_precision=True)
+    master, mom = opt.create_state_multi_precision(0, w16)
+    assert master.dtype == np.float32 and mom.dtype == np.float32
+    grad = _rsp([1, 2], (4, 2), 0.5, np.float16)
+    opt.update_multi_precision(0, w16, grad, (master, mom))
+    assert w16.dtype == np.float16
+    expected = np.ones((4, 2))
+    expected[[1, 2]] -= 0.05
+    assert_almost_equal(master.asnumpy(), expected, rtol=1e-6)
+    assert_almost_equal(w16.asnumpy(), expected, rtol=1e-3)
+    with pytest.raises(nets.DTypeError if hasattr(nets, "DTypeError") else nets.NetsError,
+                       match="multi_precision=True"):
+        create("sgd").update(0, w16, grad, None)
+    # float32 weights take the plain path
+    w32 = nd.ones((2,))
+    opt.update_multi_precision(0, w32, nd.ones((2,)), opt.create_state_multi_precision(0, w32))
+    assert_almost_equal(w32.asnumpy(), [0.9, 0.9])
+
+
+def test_argument_errors():
+    opt = create("sgd")
+    weight = nd.ones((3, 2))
+    with pytest.raises(nets.NetsError, match=r"grad has shape \(2, 2\)"):
+        opt.update(0, weight, nd.ones((2, 2)), None)
+    with pytest.raises(nets.NetsError, match="stype 'csr'"):
+        opt.update(0, weight, nd.ones((3, 2)).tostype("csr"), None)
+    with pytest.raises(nets.NetsError, match="grad has dtype float64"):
+        opt.update(0, weight, nd.ones((3, 2), dtype=np.float64), None)
+    with pytest.raises(nets.NetsError, match="must be a nets array"):
+        opt.update(0, weight, np.ones((3, 2)), None)
+    with pytest.raises(nets.NetsError, match="state 0 has shape"):
+        create("sgd", momentum=0.9).update(0, weight, nd.ones((3, 2)), nd.zeros((3, 1)))
+    with pytest.raises(nets.NetsError, match="C-contiguous"):
+        opt.update(0, nd.ones((3, 4))[:, ::2], nd.ones((3, 2)), None)
+    with pytest.raises(NotImplementedError):
+        Optimizer().update(0, weight, nd.ones((3, 2)), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        create("sgd", clip_gradient=None)  # None is the documented "off"
