@@ -33,7 +33,10 @@ from ..base import NetsError, ShapeError, as_dtype
 from ..ndarray.csr import row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
+from .elemwise import divide, equal, maximum, multiply
 from .registry import Op
+from .shape import broadcast_to, reshape
+from .unary import sign
 
 __all__ = ["sum", "mean", "max", "min", "norm", "square_sum", "argmax", "argmin"]
 
@@ -290,3 +293,49 @@ def _declare_arg(name, fn, what):
 
 argmax = _declare_arg("argmax", np.argmax, "largest")
 argmin = _declare_arg("argmin", np.argmin, "smallest")
+
+
+# -- gradients -----------------------------------------------------------------------------
+def _expand(g, data, axes):
+    """``g`` (shape of a reduction of ``data`` over ``axes``) broadcast back to ``data``'s shape."""
+    return broadcast_to(reshape(g, shape=_shape(data.shape, axes, True)), shape=data.shape)
+
+
+def _reduction_vjp(op, local):
+    """Register ``op``'s vjp as ``expand(g) * local(data, expand(y), count)`` where ``local``
+    is the derivative of the reduction w.r.t. each element (None: 1)."""
+    @op.vjp
+    def _(node, g):
+        data, attrs = node.inputs[0], node.attrs
+        axes = _axes(data.shape, attrs["axis"], attrs.get("exclude", False))
+        count = math.prod(data.shape[a] for a in axes)
+        grad = _expand(g, data, axes)
+        if local is not None:
+            grad = multiply(grad, local(data, _expand(node.outputs[0], data, axes), count, attrs))
+        return grad
+
+
+_reduction_vjp(sum, None)
+_reduction_vjp(mean, lambda x, y, n, a: 1.0 / n)
+# max/min: every element equal to the result gets the gradient (MXNet's rule on ties)
+_reduction_vjp(max, lambda x, y, n, a: equal(x, y))
+_reduction_vjp(min, lambda x, y, n, a: equal(x, y))
+# |x|_1' = sign(x); |x|_2' = x / |x|_2 (0 where the norm is 0)
+_reduction_vjp(norm, lambda x, y, n, a: sign(x) if a["ord"] == 1 else
+               divide(x, maximum(y, float(np.finfo(x.dtype).tiny))))
+
+
+@square_sum.vjp
+def _(node, g):
+    """d/dx sum(x^2) = 2x. For the row_sparse result of a row_sparse input the gradient stays
+    row_sparse on the input's rows (rows absent from ``g`` get zero)."""
+    data, attrs = node.inputs[0], node.attrs
+    if data.stype == g.stype == "row_sparse":
+        pos = np.searchsorted(g._indices, data._indices)
+        found = pos < len(g._indices)
+        found[found] = g._indices[pos[found]] == data._indices[found]
+        rows = np.zeros((len(data._indices),) + g.shape[1:], g.dtype)
+        rows[found] = g._data[pos[found]]
+        return RowSparseNDArray(2 * data._data * rows, data._indices, data.shape, data.context)
+    axes = _axes(data.shape, attrs["axis"], attrs["exclude"])
+    return multiply(_expand(g, data, axes), multiply(data, 2.0))

@@ -1,0 +1,67 @@
+"""Numeric gradient checks of the reductions (dense and sparse inputs, axes, keepdims)."""
+import numpy as np
+import pytest
+
+import nets
+from nets import autograd, nd
+from nets.test_utils import check_numeric_gradient, rand_ndarray
+
+AXES = [None, 0, 1, (0, 1), -1]
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_mean(op, axis, keepdims):
+    x = rand_ndarray((3, 4), dtype="float64")
+    check_numeric_gradient(lambda a: getattr(nd, op)(a, axis=axis, keepdims=keepdims), [x])
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "norm"])
+def test_3d_and_exclude(op):
+    x = nd.array(np.random.default_rng(0).permutation(24).reshape(2, 3, 4) / 7.0 + 0.1,
+                 dtype="float64")  # distinct values: no ties for max/min
+    kwargs = {"axis": 1} if op == "norm" else {"axis": 1, "exclude": True}
+    check_numeric_gradient(lambda a: getattr(nd, op)(a, **kwargs), [x])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("axis", AXES)
+def test_max_min_without_ties(op, axis):
+    x = nd.array(np.random.default_rng(1).permutation(12).reshape(3, 4) - 5.5, dtype="float64")
+    check_numeric_gradient(lambda a: getattr(nd, op)(a, axis=axis), [x])
+
+
+@pytest.mark.parametrize("ord_", [1, 2])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_norm(ord_, axis):
+    x = nd.array(np.random.default_rng(2).standard_normal((3, 4)) + 0.05, dtype="float64")
+    check_numeric_gradient(lambda a: nd.norm(a, ord=ord_, axis=axis), [x])
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (0, False), (1, True), (1, False)])
+def test_square_sum(axis, keepdims):
+    x = rand_ndarray((4, 3), dtype="float64")
+    check_numeric_gradient(lambda a: nd.square_sum(a, axis=axis, keepdims=keepdims), [x])
+
+
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_sparse_inputs(stype, op):
+    x = rand_ndarray((4, 5), stype, density=0.5, dtype="float64")
+    check_numeric_gradient(lambda a: getattr(nd, op)(a, axis=1), [x])
+
+
+def test_square_sum_row_sparse_keeps_rows():
+    x = rand_ndarray((6, 3), "row_sparse", density=0.5, dtype="float64")
+    check_numeric_gradient(lambda a: nd.square_sum(a, axis=1, keepdims=True), [x],
+                           grad_stypes=["row_sparse"])
+
+
+def test_argmax_has_no_gradient_path():
+    x = nd.array([[1.0, 3.0], [2.0, 0.0]])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.argmax(x, axis=1) * 2
+    with pytest.raises(nets.NetsError, match="argmax"):
+        y.backward()
