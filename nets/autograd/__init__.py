@@ -37,7 +37,9 @@ Register a vector-Jacobian product beside the operator::
   optional input is None; a variadic op has one entry per argument).
   ``node.attrs``: every attribute, defaults filled in. ``node.outputs``: the
   output values (arrays sharing the outputs' buffers, in the outputs' storage
-  types). Do not modify any of them.
+  types). Do not modify any of them. A formula that uses an output reads it as
+  ``node.output(k)``: linked to the node under ``create_graph``, so second
+  derivatives see it as a function of the inputs.
 - ``out_grads``: one gradient per output, each of that output's shape and dtype.
   An output that no gradient reached gets zeros of its storage type (an empty
   sparse array when sparse), so a vjp never sees None. Gradients may arrive in any

@@ -40,6 +40,16 @@ class Node:
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
 
+    def output(self, k=0):
+        """Output ``k`` for a vjp formula written with it (``exp``: ``g * y``). While
+        recording (``grad(create_graph=True)``) it leads back to this node, so second
+        derivatives flow through it; otherwise it is the saved value itself."""
+        y = self.outputs[k]
+        if RECORDER.get() is not None:
+            y = y.detach()
+            y._node = (self, k)
+        return y
+
     def free(self):
         """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
         release = getattr(self.op, "release", None)  # custom Functions drop saved_tensors

@@ -3,14 +3,13 @@ log_softmax and Dropout (MXNet's names and arguments)."""
 import numpy as np
 
 from .. import random as _random
-from ..base import DEFAULT_DTYPE, RECORDER, NetsError, ShapeError, as_dtype
+from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
 from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
 from . import unary
 from .dot import dot
 from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, TRAINING, Op
-from .shape import reshape
+from .shape import _backward_take, reshape
 from .sparse_ops import as_row_ids, cast_storage
 from .unary import as_dense
 
@@ -26,7 +25,10 @@ Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden,
 ``flatten=True`` treats ``data`` as ``(batch, -1)`` (output ``(batch, num_hidden)``);
 ``flatten=False`` maps the last axis (output ``data.shape[:-1] + (num_hidden,)``).
 ``bias`` is required unless ``no_bias=True``. A CSR ``data`` runs the sparse
-``dot(csr, weight^T)`` kernel and is never densified. The output is dense.
+``dot(csr, weight^T)`` kernel and is never densified. The output is dense. All inputs
+must have one dtype (MXNet's rule); otherwise ``DTypeError`` names the mismatch (numpy
+would promote int64 data with a float32 weight to a float64 output whose gradient
+could not flow back).
 """)
 
 
@@ -36,7 +38,12 @@ def _(data, weight, bias, num_hidden, no_bias, flatten):
 
 
 def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
-    """Validate shapes; return the output shape."""
+    """Validate shapes and dtypes; return the output shape."""
+    for name, x in (("data", data), ("bias", bias)):
+        if x is not None and x.dtype != weight.dtype:
+            raise DTypeError(f"FullyConnected: {name} has dtype {x.dtype} but weight has dtype "
+                             f"{weight.dtype}; all inputs need one dtype (as in MXNet): cast "
+                             f"with {name}.astype({str(weight.dtype)!r})")
     if weight.ndim != 2 or weight.shape[0] != num_hidden:
         raise ShapeError(f"FullyConnected: weight has shape {weight.shape}, expected "
                          f"(num_hidden={num_hidden}, in_units)")
@@ -146,39 +153,23 @@ def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
 @Embedding.vjp
 def _(node, g):
     """No gradient for the ids; the weight's is the output gradient's rows added at their
-    ids: row_sparse (the batch's unique ids, sorted, duplicates' rows summed) with
-    ``sparse_grad=True`` or a row_sparse weight, else dense ``(input_dim, output_dim)``.
-
-    Computed by a Numba kernel (``nets.kernels.embedding``): this gradient is not
-    recorded under ``create_graph``.
+    ids (``take``'s gradient along axis 0): row_sparse (the batch's unique ids, sorted,
+    duplicates' rows summed) with ``sparse_grad=True`` or a row_sparse weight, else dense
+    ``(input_dim, output_dim)``.
     """
-    from .. import kernels
     data, weight = node.inputs
-    ids = data._np.reshape(-1).astype(np.int64)  # validated by the forward pass
-    rows = np.ascontiguousarray(as_dense(g)._np.reshape(len(ids), weight.shape[1]))
-    uniq, sums = kernels.embedding.sum_rows_by_id(ids, rows)
-    if node.attrs["sparse_grad"] or weight.stype == "row_sparse":
-        return None, RowSparseNDArray(sums, uniq, weight.shape, weight.context)
-    dense = np.zeros(weight.shape, sums.dtype)
-    dense[uniq] = sums  # unique rows: a plain assignment
-    return None, NDArray(dense, weight.context)
+    sparse = node.attrs["sparse_grad"] or weight.stype == "row_sparse"
+    return None, _backward_take(as_dense(g), data, shape=weight.shape, axis=0,
+                                stype="row_sparse" if sparse else "default")
 
 
 # -- Activation --------------------------------------------------------------------------------
 
-# f' of each act_type from the input x and the output y (the formulas of unary's table).
-_DERIVATIVES = {
-    "relu": lambda x, y: x > 0,
-    "sigmoid": lambda x, y: y * (1 - y),
-    "tanh": lambda x, y: 1 - y * y,
-    "softrelu": lambda x, y: unary.sigmoid(x),
-    "softsign": lambda x, y: 1 / unary.square(1 + unary.abs(x)),
-}
 # Each act_type is the elementwise operator of `unary` with its storage rule (relu, tanh and
 # softsign keep a sparse stype; sigmoid and softrelu give a dense output, computed natively).
 _softrelu = unary.map_op("_softrelu", lambda x: np.logaddexp(0, x),  # = log1p(e^-|x|) + max(x, 0)
                          doc="Elementwise log(1 + exp(x)), stable for large |x| (softplus).",
-                         grad=_DERIVATIVES["softrelu"])
+                         grad=lambda x, y: unary.sigmoid(x))
 _ACTIVATIONS = {"relu": unary.relu, "sigmoid": unary.sigmoid, "tanh": unary.tanh,
                 "softrelu": _softrelu, "softsign": unary.softsign}
 
@@ -211,8 +202,9 @@ def _(data, act_type):
     return _activation(act_type).compute((data,), {})
 
 
-# The gradient of the act_type's operator: g * f', with unary's storage rule for sparse inputs.
-unary.declare_vjp(Activation, (lambda x, y, act_type: _DERIVATIVES[act_type](x, y),))
+# The gradient of the act_type's operator (its f' formula), with unary's storage rule.
+unary.declare_vjp(Activation,
+                  (lambda x, y, act_type: _activation(act_type).derivatives[0](x, y),))
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------------
@@ -261,20 +253,10 @@ def _(data, axis, temperature, dtype):
     return NDArray(out.astype(as_dtype(dtype, _float(data.dtype)), copy=False), data.context)
 
 
-def _output(node):
-    """The node's output for a derivative formula; under ``create_graph`` it leads back
-    to the node, so that second derivatives flow through it."""
-    y = node.outputs[0]
-    if RECORDER.get() is not None:
-        y = y.detach()
-        y._node = (node, 0)
-    return y
-
-
 def _softmax_vjp(formula):
     def vjp(node, g):
         x, attrs = node.inputs[0], node.attrs
-        y = _output(node)
+        y = node.output(0)
         kept = tuple(1 if i == attrs["axis"] % y.ndim else n for i, n in enumerate(y.shape))
         dx = formula(as_dense(g), y, lambda v: _sum_to(v, shape=kept))
         if attrs["temperature"] is not None:

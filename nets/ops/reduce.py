@@ -311,7 +311,7 @@ def _reduction_vjp(op, local):
         count = math.prod(data.shape[a] for a in axes)
         grad = _expand(g, data, axes)
         if local is not None:
-            grad = multiply(grad, local(data, _expand(node.outputs[0], data, axes), count, attrs))
+            grad = multiply(grad, local(data, _expand(node.output(0), data, axes), count, attrs))
         return grad
 
 

@@ -40,9 +40,10 @@ from ..base import INDEX_DTYPE, NetsError, ShapeError, as_dtype
 from ..ndarray.csr import CSRNDArray, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
-from .elemwise import multiply
+from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, Op
-from .sparse_ops import _sum_by_key, cast_storage, zeros_like
+from .sparse_ops import _sum_by_key, zeros_like
+from .unary import as_dense
 
 __all__ = ["reshape", "Reshape", "transpose", "concat", "Concat", "stack", "split", "slice",
            "slice_axis", "take", "expand_dims", "broadcast_to", "flatten", "Flatten", "one_hot",
@@ -66,11 +67,6 @@ def _dense(x, a):
 def _copy(a):
     """A C-contiguous copy of numpy ``a`` (ops never return views of their input)."""
     return np.array(a, order="C", copy=True)
-
-
-def _dense_grad(g):
-    """Gradient ``g`` as a dense array (gradients may arrive in any storage type)."""
-    return g if g.stype == "default" else cast_storage(g, stype="default")
 
 
 def _vjp(op, *constant):
@@ -249,7 +245,7 @@ def _(data, shape, reverse):
 
 @_vjp(reshape)
 def _(node, g):
-    return reshape(_dense_grad(g), shape=node.inputs[0].shape)
+    return reshape(as_dense(g), shape=node.inputs[0].shape)
 
 
 Reshape = reshape  # MXNet's deprecated capitalised name
@@ -292,7 +288,7 @@ def _(data, axes):
 @_vjp(transpose)
 def _(node, g):
     inverse = np.argsort(_perm(node.attrs["axes"], g.ndim))
-    return transpose(_dense_grad(g), axes=tuple(int(a) for a in inverse))
+    return transpose(as_dense(g), axes=tuple(int(a) for a in inverse))
 
 
 # -- concat / stack / split --------------------------------------------------------------
@@ -385,7 +381,7 @@ def _rsp_slice_axis(x, axis, begin, end):
 def _(node, g):
     dim = _axis(node.attrs["dim"], g.ndim, "dim")
     piece = _rsp_slice_axis if g.stype == "row_sparse" else slice_axis
-    g = g if g.stype == "row_sparse" else _dense_grad(g)
+    g = g if g.stype == "row_sparse" else as_dense(g)
     cuts = np.cumsum([0] + [x.shape[dim] for x in node.inputs]).tolist()
     return tuple(piece(g, axis=dim, begin=b, end=e) for b, e in zip(cuts[:-1], cuts[1:]))
 
@@ -416,7 +412,7 @@ def _(*data, axis):
 
 @_vjp(stack)
 def _(node, g):
-    parts = split(_dense_grad(g), num_outputs=len(node.inputs), axis=node.attrs["axis"],
+    parts = split(as_dense(g), num_outputs=len(node.inputs), axis=node.attrs["axis"],
                   squeeze_axis=True)
     return parts if isinstance(parts, list) else (parts,)
 
@@ -458,9 +454,9 @@ def _(data, num_outputs, axis, squeeze_axis):
 def _(node, *grads):
     axis = node.attrs["axis"]
     if node.attrs["squeeze_axis"]:
-        return stack(*map(_dense_grad, grads), axis=axis)
+        return stack(*map(as_dense, grads), axis=axis)
     if not all(g.stype == "row_sparse" for g in grads):  # all row_sparse: a row_sparse concat
-        grads = map(_dense_grad, grads)
+        grads = map(as_dense, grads)
     return concat(*grads, dim=axis)
 
 
@@ -522,7 +518,7 @@ def _(data, begin, end, step):
 
 @_vjp(slice)
 def _(node, g):
-    return _backward_slice(_dense_grad(g), shape=node.inputs[0].shape, **node.attrs)
+    return _backward_slice(as_dense(g), shape=node.inputs[0].shape, **node.attrs)
 
 
 _backward_slice = Op("_backward_slice", ("data",),
@@ -542,7 +538,7 @@ def _(data, shape, begin, end, step):
 @_vjp(_backward_slice)
 def _(node, g):
     a = node.attrs
-    return slice(_dense_grad(g), begin=a["begin"], end=a["end"], step=a["step"])
+    return slice(as_dense(g), begin=a["begin"], end=a["end"], step=a["step"])
 
 
 slice_axis = Op("slice_axis", ("data",), {"axis": _EMPTY, "begin": _EMPTY, "end": _EMPTY},
@@ -577,7 +573,7 @@ def _(data, axis, begin, end):
 def _(node, g):
     shape, a = node.inputs[0].shape, node.attrs
     lead = (None,) * _axis(a["axis"], len(shape))
-    return _backward_slice(_dense_grad(g), shape=shape, begin=lead + (a["begin"],),
+    return _backward_slice(as_dense(g), shape=shape, begin=lead + (a["begin"],),
                            end=lead + (a["end"],))
 
 
@@ -662,7 +658,7 @@ def _(a, indices, axis, mode):
 def _(node, g):
     a, indices = node.inputs
     axis = _axis(node.attrs["axis"], a.ndim)
-    return _backward_take(_dense_grad(g), indices, shape=a.shape, axis=axis,
+    return _backward_take(as_dense(g), indices, shape=a.shape, axis=axis,
                           mode=node.attrs["mode"],
                           stype="row_sparse" if a.stype == "row_sparse" and axis == 0
                           else "default"), None
@@ -697,7 +693,7 @@ def _(data, indices, shape, axis, mode, stype):
 @_vjp(_backward_take, "indices")
 def _(node, g):
     a = node.attrs
-    return take(_dense_grad(g), node.inputs[1], axis=a["axis"], mode=a["mode"]), None
+    return take(as_dense(g), node.inputs[1], axis=a["axis"], mode=a["mode"]), None
 
 
 # -- expand_dims / broadcast_to / flatten ---------------------------------------------------
@@ -715,7 +711,7 @@ def _(data, axis):
 
 @_vjp(expand_dims)
 def _(node, g):
-    return reshape(_dense_grad(g), shape=node.inputs[0].shape)
+    return reshape(as_dense(g), shape=node.inputs[0].shape)
 
 
 broadcast_to = Op("broadcast_to", ("data",), {"shape": _EMPTY}, doc="""\
@@ -741,11 +737,7 @@ def _(data, shape):
 
 @_vjp(broadcast_to)
 def _(node, g):
-    src = node.inputs[0].shape
-    lead = g.ndim - len(src)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(src)
-                                      if d == 1 and g.shape[lead + i] != 1)
-    return _dense(g, np.sum(_dense_grad(g)._np, axis=axes, keepdims=True).reshape(src))
+    return _sum_to(as_dense(g), shape=node.inputs[0].shape)  # an op: differentiable again
 
 
 flatten = Op("flatten", ("data",), doc="""\
@@ -789,7 +781,7 @@ def _(node, g):
     if g.stype == "row_sparse":  # rows stay rows: unflatten the stored ones
         return RowSparseNDArray(_copy(g._data).reshape((len(g._indices),) + shape[1:]),
                                 g._indices.copy(), shape, g.context)
-    return reshape(_dense_grad(g), shape=shape)
+    return reshape(as_dense(g), shape=shape)
 
 
 Flatten = flatten  # MXNet's deprecated capitalised name
@@ -857,7 +849,7 @@ def _(condition, x, y):
 
 @_vjp(where, "condition")
 def _(node, g):
-    g = _dense_grad(g)
+    g = as_dense(g)
     zero = zeros_like(g)
     return None, where(node.inputs[0], g, zero), where(node.inputs[0], zero, g)
 
@@ -895,6 +887,6 @@ def _(node, g):
     # one_hot(idx) * g puts each gradient at its picked position along a new last axis,
     # which the transpose moves to `axis`.
     hot = one_hot(_dense(index, np.asarray(idx)), depth=data.shape[axis], dtype=g.dtype)
-    grad = multiply(hot, reshape(_dense_grad(g), shape=idx.shape + (1,)))
+    grad = multiply(hot, reshape(as_dense(g), shape=idx.shape + (1,)))
     last = data.ndim - 1
     return transpose(grad, axes=tuple(range(axis)) + (last,) + tuple(range(axis, last))), None

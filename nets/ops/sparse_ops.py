@@ -151,13 +151,18 @@ def _common(args):
 
 
 def _sum_by_key(keys, values):
-    """Sort by ``keys`` and add the values of equal keys: (unique sorted keys, sums)."""
-    order = np.argsort(keys, kind="stable")  # merges the already sorted runs
-    keys, values = keys[order], values[order]
-    if not keys.size:
-        return keys, values
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    return keys[starts], np.add.reduceat(values, starts, axis=0)
+    """``(unique sorted keys, sums)``: the slices ``values[i]`` added per int64 ``keys[i]``.
+
+    One Numba kernel (``kernels.embedding.sum_rows_by_id``) serves every such merge:
+    row_sparse and csr ``add_n`` (the engine's gradient merging) and the gradients of
+    ``take`` and ``Embedding``.
+    """
+    from .. import kernels
+    dtype = values.dtype
+    rows = np.ascontiguousarray(values.reshape(len(keys), int(np.prod(values.shape[1:]))),
+                                np.float32 if dtype == np.float16 else None)  # numba: no f16
+    keys, sums = kernels.embedding.sum_rows_by_id(keys, np.argsort(keys, kind="stable"), rows)
+    return keys, sums.astype(dtype, copy=False).reshape(keys.shape + values.shape[1:])
 
 
 @add_n.impl("row_sparse", ...)

@@ -32,7 +32,7 @@ import numbers
 import numpy as np
 
 from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
-from ..base import RECORDER, NetsError
+from ..base import NetsError
 from ..ndarray.csr import row_ids
 from ..ndarray.dense import NDArray
 from .registry import _EMPTY, Op
@@ -97,8 +97,11 @@ def declare_vjp(op, derivatives, fit=None):
     input's gradient is ``scale(g, d)``, passed through ``fit(grad, input)`` if given
     (broadcast reduction). Inputs that are constants get none and cost nothing. When
     the output is dense, sparse inputs enter the formula dense: their derivative is
-    dense too, and the sparse forms could fall back.
+    dense too, and the sparse forms could fall back. The formulas stay readable as
+    ``op.derivatives`` (``Activation`` reuses those of its operators).
     """
+    op.derivatives = tuple(derivatives)
+
     @op.vjp
     def _(node, g):
         args = []
@@ -109,10 +112,7 @@ def declare_vjp(op, derivatives, fit=None):
                 continue
             if callable(d):
                 if not args:
-                    y = node.outputs[0]
-                    if RECORDER.get() is not None:  # create_graph: y must lead back to node
-                        y = y.detach()
-                        y._node = (node, 0)
+                    y = node.output(0)
                     dense = y.stype == "default"
                     args += [as_dense(v) if dense else v for v in node.inputs] + [y]
                 d = d(*args, **node.attrs)

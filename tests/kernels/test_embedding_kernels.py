@@ -21,7 +21,7 @@ IDS = {
 def test_sum_rows_by_id_matches_numpy(name, width, dtype):
     ids = np.array(IDS[name], np.int64)
     rows = np.random.default_rng(0).normal(size=(len(ids), width)).astype(dtype)
-    uniq, sums = kernels.sum_rows_by_id(ids, rows)
+    uniq, sums = kernels.sum_rows_by_id(ids, np.argsort(ids, kind="stable"), rows)
     want_uniq, inverse = np.unique(ids, return_inverse=True)
     want = np.zeros((len(want_uniq), width), np.float64)
     np.add.at(want, inverse.reshape(-1), rows)

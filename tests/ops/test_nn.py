@@ -5,7 +5,7 @@ import pytest
 
 import nets
 from nets import nd
-from nets.base import NetsError, ShapeError
+from nets.base import DTypeError, NetsError, ShapeError
 from nets.ndarray.csr import CSRNDArray
 from nets.ndarray.row_sparse import RowSparseNDArray
 from nets.ops.registry import TRAINING
@@ -89,6 +89,23 @@ def test_fully_connected_errors(wshape, bshape, kwargs, err, match):
     bias = None if bshape is None else nd.zeros(bshape)
     with pytest.raises(err, match=match):
         nd.FullyConnected(nd.zeros((4, 6)), nd.zeros(wshape), bias, **kwargs)
+
+
+@pytest.mark.parametrize("stype, data, weight, bias, name", [
+    ("default", "int64", "float32", "float32", "data"),
+    ("default", "float64", "float32", "float32", "data"),
+    ("csr", "float64", "float32", "float32", "data"),
+    ("default", "float32", "float32", "float64", "bias"),
+])
+def test_fully_connected_mixed_dtypes(stype, data, weight, bias, name):
+    """One dtype for all inputs (MXNet): numpy would promote int64 data with a float32
+    weight to a float64 output whose gradient then fails in dot."""
+    x = rand_ndarray((4, 6), stype, 0.5, data)
+    w, b = rand_ndarray((3, 6), dtype=weight), rand_ndarray((3,), dtype=bias)
+    other = data if name == "data" else bias
+    with pytest.raises(DTypeError, match=f"{name} has dtype {other} but weight has dtype "
+                                         f"{weight}"):
+        nd.FullyConnected(x, w, b, num_hidden=3)
 
 
 # -- Embedding ---------------------------------------------------------------------------------

@@ -144,6 +144,14 @@ def test_embedding_sparse_grad_is_canonical(dtype):
     assert_almost_equal(dense, want)
 
 
+@pytest.mark.parametrize("sparse_grad", [False, True])
+def test_embedding_second_order(sparse_grad):
+    """The weight gradient is an operator (take's adjoint), so create_graph records it."""
+    ids = nd.array(IDS["2d"])
+    check_second_order(lambda w: nd.Embedding(ids, w, input_dim=6, output_dim=3,
+                                              sparse_grad=sparse_grad) ** 2, rand_ndarray((6, 3)))
+
+
 # -- Activation --------------------------------------------------------------------------------
 
 ACTS = ["relu", "sigmoid", "tanh", "softrelu", "softsign"]

@@ -209,6 +209,19 @@ def test_broadcast_to(src, shape):
     check_numeric_gradient(lambda x: nd.broadcast_to(x, shape=shape), [r(*src)])
 
 
+def test_broadcast_to_second_order():
+    """broadcast_to's vjp sums with an operator, so create_graph differentiates it again:
+    y = broadcast_to(x)**2 with head v gives g_i = 2 x_i sum_j v_ij, d<u, g>/dx = 2 u sum_j v."""
+    gen = nets.test_utils.generator()
+    x, v, u = (nd.array(gen.normal(size=s)) for s in ((3, 1), (3, 4), (3, 1)))
+    x.attach_grad()
+    with autograd.record():
+        g = autograd.grad(nd.broadcast_to(x, shape=(3, 4)) ** 2, x, v, create_graph=True)
+    g.backward(u)
+    want = 2 * u.asnumpy() * v.asnumpy().sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("shape, cond_shape", [((3, 4), (3, 4)), ((3, 2, 2), (3,)), ((4,), (4,))])
 def test_where(shape, cond_shape):
     cond = nd.array(nets.test_utils.generator().integers(-1, 2, cond_shape).astype(np.float64))

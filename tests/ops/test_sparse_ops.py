@@ -103,6 +103,16 @@ def test_add_n_duplicate_rows_summed_and_dtype_promoted():
     assert_almost_equal(y._data[:, 0], [2.0, 2.0, 4.0])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "int32"])
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_add_n_keeps_other_dtypes(stype, dtype):
+    """The merge kernel has no float16 arithmetic: float16 is summed in float32, cast back."""
+    xs = [(rand_ndarray((4, 3), stype, 0.5) * 4).astype(dtype) for _ in range(3)]
+    y = nd.add_n(*xs)
+    assert y.stype == stype and y.dtype == np.dtype(dtype)
+    assert_almost_equal(y, sum(x.asnumpy().astype(np.float64) for x in xs), rtol=1e-3)
+
+
 def test_add_n_csr_entries_summed():
     a = nd.sparse.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 3]]))
     b = nd.sparse.csr_matrix(np.array([[0, 5.0, -2], [4, 0, 0]]))
