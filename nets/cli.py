@@ -43,16 +43,20 @@ def _batches(path, n_features, batch_size, round_batch=False):
                       batch_size=batch_size, round_batch=round_batch)
 
 
-def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None):
-    """One pass over ``batches``; trains when ``trainer`` is given. Returns
-    (mean loss, list of (label, output) numpy pairs for metrics)."""
+def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None, total=None,
+               target=None):
+    """One pass over ``batches`` (``total`` of them, if known, for the progress bar); trains
+    when ``trainer`` is given. Returns (mean loss, list of (label, output) numpy pairs for
+    metrics, number of batches). ``target`` maps a label batch to the loss's labels."""
     from tqdm import tqdm
 
     from . import autograd
     batches.reset()
-    total, count, seen = 0.0, 0, []
-    for batch in tqdm(batches, desc=desc, unit="batch", leave=False, file=sys.stderr):
+    loss_sum, count, seen = 0.0, 0, []
+    for batch in tqdm(batches, desc=desc, unit="batch", leave=False, file=sys.stderr,
+                      total=total):
         x, y = batch.data[0], batch.label[0]
+        y = y if target is None else target(y)
         n = x.shape[0] - batch.pad
         if trainer is not None:
             with autograd.record():
@@ -66,10 +70,10 @@ def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None):
             out = net(x)
             loss = loss_fn(out, y)
         values = loss.asnumpy()[:n]
-        total += float(values.sum())
+        loss_sum += float(values.sum())
         count += n
         seen.append((y.asnumpy()[:n], out.asnumpy()[:n]))
-    return total / max(count, 1), seen
+    return loss_sum / max(count, 1), seen, len(seen)
 
 
 # -- demo -----------------------------------------------------------------------------------
@@ -116,8 +120,9 @@ def _demo(args):
             times = []
             for epoch in range(args.epochs):
                 t0 = time.perf_counter()
-                final, _ = _run_epoch(net, loss_fn, batches, trainer,
-                                      desc=f"{name} epoch {epoch + 1}", on_batch=measure)
+                final, _, _ = _run_epoch(net, loss_fn, batches, trainer,
+                                         desc=f"{name} epoch {epoch + 1}", on_batch=measure,
+                                         total=-(-args.samples // args.batch_size))
                 times.append(time.perf_counter() - t0)
             rows.append((name, min(times), w.data().nbytes, grad_bytes[0], final))
             del net, trainer
@@ -157,6 +162,24 @@ def _loss_fn(cfg):
             "softmax": lambda: loss.SoftmaxCrossEntropyLoss()}[cfg["loss"]]()
 
 
+def _target(cfg):
+    """Label mapping: binary LibSVM labels may be -1/+1 or 0/1 (logistic uses y > 0);
+    softmax labels must be class ids in [0, classes)."""
+    from . import NetsError, nd
+
+    def logistic(y):
+        return nd.greater(y, 0.0)
+
+    def softmax(y):
+        v = y.asnumpy()
+        bad = (v < 0) | (v >= cfg["classes"]) | (v != v.round())
+        if bad.any():
+            raise NetsError(f"label {v[bad][0].item()!r} is not a class id in [0, {cfg['classes']}) "
+                            f"(--classes {cfg['classes']})")
+        return y
+    return {"logistic": logistic, "softmax": softmax}.get(cfg["loss"])
+
+
 def _to_output(cfg, raw):
     """Turn raw network outputs (numpy) into predictions: probabilities, values or classes."""
     import numpy as np
@@ -189,8 +212,9 @@ def _metrics(cfg, seen):
 
 
 def _scan_features(path):
+    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it."""
     from .data import load_libsvm
-    X, _ = load_libsvm(path)
+    X, _ = load_libsvm(path, zero_based=True)
     return X.shape[1]
 
 
@@ -218,14 +242,18 @@ def _train(args):
     loss_fn = _loss_fn(cfg)
     train_it = _batches(args.train, features, args.batch_size)
     val_it = _batches(args.val, features, args.batch_size) if args.val else None
+    n_train = n_val = None  # batch counts, known after the first pass
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
-        train_loss, seen = _run_epoch(net, loss_fn, train_it, trainer, desc=f"epoch {epoch}")
-        parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.1f}s",
+        train_loss, seen, n_train = _run_epoch(net, loss_fn, train_it, trainer,
+                                               desc=f"epoch {epoch}", total=n_train,
+                                               target=_target(cfg))
+        parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
                  f"train loss {train_loss:.4f}"]
         parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
         if val_it is not None:
-            val_loss, vseen = _run_epoch(net, loss_fn, val_it, desc="validation")
+            val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_it, desc="validation",
+                                                total=n_val, target=_target(cfg))
             parts.append(f"val loss {val_loss:.4f}")
             parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
         print("  ".join(parts))
@@ -343,6 +371,9 @@ def main(argv=None):
         return 2
     try:
         return args.func(args)
+    except BrokenPipeError:  # e.g. `nets predict ... | head`: stop quietly
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except (NetsError, OSError) as e:
         print(f"nets {args.command}: error: {e}", file=sys.stderr)
         return 2

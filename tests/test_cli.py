@@ -1,7 +1,8 @@
-"""The `nets` command: --version and info."""
+"""The `nets` command: --version, info, demo, train, predict and its error handling."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import nets
@@ -33,3 +34,78 @@ def test_console_entry_point_runs():
     proc = subprocess.run([sys.executable, "-m", "nets.cli", "--version"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("nets ")
+
+
+# -- demo / train / predict ----------------------------------------------------------------
+
+def _run(*argv):
+    return subprocess.run([sys.executable, "-m", "nets.cli", *argv], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_demo_prints_the_three_variant_table(capsys):
+    assert main(["demo", "--samples", "40", "--features", "3000", "--batch-size", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[0].strip(): line.split() for line in out.splitlines()
+            if line.startswith(("Dense", "FullyConnectedSparse"))}
+    assert set(rows) == {"Dense", "FullyConnectedSparse, dense grad",
+                         "FullyConnectedSparse, row_sparse grad"}
+    weight_mb = 3000 * 128 * 4 / 1e6
+    for name, cols in rows.items():
+        assert float(cols[-3]) == pytest.approx(weight_mb, abs=1e-3)  # weight MB
+    dense_grad = float(rows["Dense"][-2])
+    sparse_grad = float(rows["FullyConnectedSparse, row_sparse grad"][-2])
+    assert dense_grad == pytest.approx(weight_mb, abs=1e-3) and sparse_grad < dense_grad / 10
+
+
+@pytest.fixture(scope="module")
+def libsvm_files(tmp_path_factory):
+    from nets.data import save_libsvm
+    d = tmp_path_factory.mktemp("cli")
+    X, y, _ = nets.test_utils.make_sparse_dataset(600, 400, 8, task="binary", seed=3)
+    save_libsvm(str(d / "train.libsvm"), X[:500], y[:500])
+    save_libsvm(str(d / "val.libsvm"), X[500:], y[500:])
+    return d
+
+
+def test_train_save_predict_round_trip(libsvm_files, capsys):
+    d = libsvm_files
+    model = str(d / "model.npz")
+    assert main(["train", str(d / "train.libsvm"), "--val", str(d / "val.libsvm"), "--model",
+                 "mlp:16", "--epochs", "3", "--batch-size", "50", "--lr", "0.05",
+                 "--save", model]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("epoch")]
+    assert len(lines) == 3 and all("val auc" in ln and "train accuracy" in ln for ln in lines)
+    first, last = (float(ln.split("train loss ")[1].split()[0]) for ln in (lines[0], lines[-1]))
+    assert last < first
+    preds = str(d / "preds.txt")
+    assert main(["predict", model, str(d / "val.libsvm"), "--output", preds]) == 0
+    values = np.loadtxt(preds)
+    assert values.shape == (100,) and np.all((values > 0) & (values < 1))
+
+
+def test_train_regression_and_softmax(libsvm_files, capsys):
+    d = libsvm_files
+    assert main(["train", str(d / "train.libsvm"), "--loss", "l2", "--epochs", "1",
+                 "--features", "400"]) == 0
+    assert "train rmse" in capsys.readouterr().out
+    assert main(["train", str(d / "train.libsvm"), "--loss", "softmax", "--classes", "2",
+                 "--epochs", "1"]) == 0
+    assert "train accuracy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "/no/such/file.libsvm"], "no such file"),
+    (["train", "{train}", "--model", "mlp:x"], "--model 'mlp:x'"),
+    (["train", "{train}", "--epochs", "0"], "--epochs must be positive"),
+    (["train", "{train}", "--features", "5"], "out of range for n_features=5"),
+    (["train", "{train}", "--loss", "softmax"], "--classes"),
+    (["predict", "{train}", "{train}"], "not a readable nets .npz file"),
+])
+def test_errors_are_one_line_with_exit_code_2(libsvm_files, argv, message):
+    argv = [a.format(train=libsvm_files / "train.libsvm") for a in argv]
+    proc = _run(*argv)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert message in last and "error:" in last
