@@ -174,8 +174,9 @@ def _target(cfg):
         v = y.asnumpy()
         bad = (v < 0) | (v >= cfg["classes"]) | (v != v.round())
         if bad.any():
-            raise NetsError(f"label {v[bad][0].item()!r} is not a class id in [0, {cfg['classes']}) "
-                            f"(--classes {cfg['classes']})")
+            k = cfg["classes"]
+            raise NetsError(f"label {v[bad][0].item()!r} is not a class id in [0, {k}) "
+                            f"(--classes {k})")
         return y
     return {"logistic": logistic, "softmax": softmax}.get(cfg["loss"])
 

@@ -51,7 +51,7 @@ def test_demo_prints_the_three_variant_table(capsys):
     assert set(rows) == {"Dense", "FullyConnectedSparse, dense grad",
                          "FullyConnectedSparse, row_sparse grad"}
     weight_mb = 3000 * 128 * 4 / 1e6
-    for name, cols in rows.items():
+    for cols in rows.values():
         assert float(cols[-3]) == pytest.approx(weight_mb, abs=1e-3)  # weight MB
     dense_grad = float(rows["Dense"][-2])
     sparse_grad = float(rows["FullyConnectedSparse, row_sparse grad"][-2])
