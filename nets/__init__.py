@@ -5,16 +5,22 @@ load and compile on first use (and are cached on disk).
 """
 import sys as _sys
 
-from . import autograd, init, layers, loss, metric, ndarray, optim, random, test_utils, utils
+from . import (autograd, data, init, layers, loss, metric, module, ndarray, optim, random,
+               symbol, test_utils, utils)
+from . import module as mod
 from . import ndarray as nd
+from . import symbol as sym
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
                    num_gpus)
 from .trainer import Trainer
 
 _sys.modules[__name__ + ".nd"] = ndarray  # `import nets.nd` / `from nets.nd import sparse` work
+_sys.modules[__name__ + ".sym"] = symbol
+_sys.modules[__name__ + ".mod"] = module
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
-           "autograd", "cpu", "current_context", "gpu", "init", "layers", "loss", "metric", "nd",
-           "ndarray", "num_gpus", "optim", "random", "test_utils", "utils"]
+           "autograd", "cpu", "current_context", "data", "gpu", "init", "layers", "loss",
+           "metric", "mod", "module", "nd", "ndarray", "num_gpus", "optim", "random", "sym",
+           "symbol", "test_utils", "utils"]

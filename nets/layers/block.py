@@ -10,6 +10,7 @@ across runs.
 import threading
 from collections import OrderedDict
 
+from .. import symbol as _symbol
 from ..base import NetsError, ShapeError
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter, ParameterDict
@@ -124,7 +125,8 @@ class Block:
         self.collect_params().zero_grad()
 
     def hybridize(self, active=True, **kwargs):
-        """Accepted for MXNet code; executes imperatively (no symbolic backend yet)."""
+        """Hybridize every ``HybridBlock`` below this block (see ``HybridBlock.hybridize``);
+        a plain ``Block`` itself always runs imperatively."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
@@ -215,11 +217,97 @@ class HybridBlock(Block):
     """A block whose computation is ``hybrid_forward(F, x, *args, **params)`` with ``F``
     the ``nets.nd`` namespace and ``params`` this block's parameter arrays by attribute
     name. Unknown parameter shapes are filled by ``infer_shape(x, *args)`` (override it
-    in layers that support deferred initialization) on the first call."""
+    in layers that support deferred initialization) on the first call.
+
+    ``hybridize()`` switches to a graph: the next call traces ``hybrid_forward`` with
+    ``F = nets.sym`` (parameters become variables named after them, the inputs
+    ``data`` or ``data0, data1, ...``) and every later call with inputs of the same
+    shapes, dtypes and storage types runs that cached graph. The graph calls the same
+    operators on the same arrays, so outputs and gradients (row_sparse ones included)
+    equal the imperative path's, and ``autograd.record()`` records it as usual.
+    Deferred parameter shapes come from the graph's shape inference. ``export(path)``
+    saves the latest graph and the parameters (``nets.mod.Module.load`` reads them).
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._active = False
+        self._cached = {}  # (shape, dtype, stype) of each input -> (program, params, kind)
+        self._graph = None  # the latest traced Symbol, for export()
+
+    def hybridize(self, active=True, **kwargs):
+        """Run this block (and its hybrid children) as a cached graph (``active=False``:
+        imperatively again). Retraces on the next call."""
+        self._active = bool(active)
+        self._cached.clear()
+        super().hybridize(active, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, _symbol.Symbol) for a in args):
+            return self.forward(*args, **kwargs)  # composing an enclosing block's graph
+        if self._active and not kwargs:
+            return self._call_cached(*args)
+        return self.forward(*args, **kwargs)
 
     def forward(self, x, *args):
+        if isinstance(x, _symbol.Symbol):
+            return self.hybrid_forward(_symbol, x, *args, **{
+                name: _symbol.var(p.name, shape=p.shape, dtype=p.dtype, stype=p.stype,
+                                  grad_stype=p.grad_stype, lr_mult=p.lr_mult,
+                                  wd_mult=p.wd_mult)
+                for name, p in self._reg_params.items()})
         from .. import nd
         return self.hybrid_forward(nd, x, *args, **self._param_arrays(x, *args))
+
+    def _call_cached(self, *args):
+        from ..ndarray import NDArray, array
+        args = tuple(a if isinstance(a, NDArray) else array(a) for a in args)
+        key = tuple((a.shape, a.dtype, a.stype) for a in args)
+        entry = self._cached.get(key)
+        if entry is None:
+            entry = self._cached[key] = self._trace(args)
+        program, params, kind = entry
+        outs = program.run(list(args) + [p.data() for p in params])
+        return outs[0] if kind is None else kind(outs)
+
+    def _trace(self, args):
+        """Trace ``forward`` on variables shaped like ``args``; finish deferred parameter
+        initialization from the graph's shapes; compile the graph."""
+        from ..symbol.executor import Program
+        names = ["data"] if len(args) == 1 else [f"data{i}" for i in range(len(args))]
+        out = self.forward(*[_symbol.var(n, shape=a.shape, dtype=a.dtype, stype=a.stype)
+                             for n, a in zip(names, args)])
+        kind = type(out) if isinstance(out, (list, tuple)) else None  # several outputs
+        graph = out if kind is None else _symbol.Group(out)
+        by_name = dict(self.collect_params().items())
+        arguments = graph.list_arguments()
+        unknown = [n for n in arguments if n not in names and n not in by_name]
+        if unknown:
+            raise NetsError(f"{type(self).__name__}.hybridize: the graph uses variables "
+                            f"{unknown} that are neither inputs nor parameters of the block")
+        params = [by_name[n] for n in arguments if n in by_name]
+        if any(p._data is None for p in params):
+            shapes = dict(zip(arguments, graph.infer_shape_partial(
+                **{n: a.shape for n, a in zip(names, args)})[0]))
+            for p in params:
+                if p._data is None and p._deferred is not None and shapes[p.name]:
+                    p.shape = shapes[p.name]
+                    p._finish_deferred_init()
+        self._graph = graph
+        return Program(graph, names + [p.name for p in params]), params, kind
+
+    def export(self, path, epoch=0):
+        """Save the latest traced graph to ``<path>-symbol.json`` and its parameters to
+        ``<path>-<epoch:04d>.params.npz`` (``nets.mod.save_checkpoint``'s files). Needs
+        ``hybridize()`` and one call first."""
+        from ..module import save_checkpoint
+        if self._graph is None:
+            raise NetsError(f"{type(self).__name__}.export needs a graph: call hybridize() "
+                            f"and run the block once first")
+        params = dict(self.collect_params().items())
+        save_checkpoint(path, epoch, self._graph, {n: params[n].data() for n in
+                                                   self._graph.list_arguments()
+                                                   if n in params})
 
     def _param_arrays(self, *inputs):
         pending = [p for p in self._reg_params.values() if p._data is None]

@@ -65,8 +65,8 @@ class HybridLambda(HybridBlock):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            op = _resolve(function, "HybridLambda")
-            self._func = lambda F, *args: op(*args)
+            _resolve(function, "HybridLambda")  # validates the name
+            self._func = lambda F, *args: getattr(F, function)(*args)  # nd or sym, as traced
         else:
             self._func = _resolve(function, "HybridLambda")
 

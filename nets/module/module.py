@@ -1,0 +1,316 @@
+"""``Module`` (MXNet's ``mx.mod.Module``): a symbol bound to data and label shapes, its
+parameters, and an optimizer - the symbolic training API - plus checkpoints.
+
+Parameters are the symbol's arguments other than data and labels. Row-sparse ones
+(``Variable(..., stype='row_sparse')``) stay row_sparse, receive row_sparse gradients, and
+the optimizers of ``nets.optim`` update them lazily: only the gradient's rows of the
+weight and of every state. Checkpoints are ``<prefix>-symbol.json`` (the graph) and
+``<prefix>-<epoch:04d>.params.npz`` (the parameters, nets' ``.npz`` format, keys
+``arg:<name>``); loading either never executes code.
+"""
+import warnings
+from collections import namedtuple
+
+import numpy as np
+
+from .. import init as init_mod
+from .. import optim
+from ..base import NetsError, current_context
+from ..serialization import load_arrays, save_arrays
+from ..symbol import Symbol
+from ..symbol import load as load_symbol
+from .base_module import BaseModule
+
+__all__ = ["Module", "save_checkpoint", "load_checkpoint"]
+
+_ParamInfo = namedtuple("_ParamInfo", ["name", "lr_mult", "wd_mult"])
+_LABELS = ("softmax_label",)
+
+
+def _params_file(prefix, epoch):
+    return f"{prefix}-{int(epoch):04d}.params.npz"
+
+
+def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params=None):
+    """Write ``symbol`` to ``<prefix>-symbol.json`` and the parameters to
+    ``<prefix>-<epoch:04d>.params.npz`` (sparse ones stay sparse)."""
+    if aux_params:
+        raise NetsError(f"save_checkpoint: nets symbols have no auxiliary states, got "
+                        f"{sorted(aux_params)}")
+    symbol.save(f"{prefix}-symbol.json")
+    save_arrays(_params_file(prefix, epoch), {f"arg:{k}": v for k, v in arg_params.items()},
+                {"kind": "checkpoint", "epoch": int(epoch)})
+
+
+def load_checkpoint(prefix, epoch):
+    """``(symbol, arg_params, aux_params)`` from the files ``save_checkpoint`` wrote."""
+    symbol = load_symbol(f"{prefix}-symbol.json")
+    fname = _params_file(prefix, epoch)
+    arrays, config = load_arrays(fname)
+    if config.get("kind") != "checkpoint":
+        raise NetsError(f"{fname}: not a checkpoint parameters file")
+    bad = [k for k in arrays if not k.startswith("arg:")]
+    if bad:
+        raise NetsError(f"{fname}: unexpected entries {bad} (expected 'arg:<name>')")
+    return symbol, {k[4:]: v for k, v in arrays.items()}, {}
+
+
+def _descs(shapes, names, what):
+    """``DataDesc``s from DataDesc objects or ``(name, shape)`` pairs, checked against the
+    module's ``names``."""
+    from ..data import DataDesc
+    out = [DataDesc(d[0], d[1], getattr(d, "dtype", np.float32)) for d in shapes]
+    given = [d.name for d in out]
+    if sorted(given) != sorted(names):
+        raise NetsError(f"bind: {what} name {given}, but the module's names are {names} "
+                        f"(set data_names/label_names to match the iterator's)")
+    return out
+
+
+class Module(BaseModule):
+    """``Module(symbol, data_names=('data',), label_names=('softmax_label',), context=None,
+    fixed_param_names=None)``: train ``symbol`` with ``fit``, or step by step with
+    ``bind``, ``init_params``, ``init_optimizer``, then per batch ``forward``,
+    ``backward``, ``update``, ``update_metric``.
+
+    ``label_names`` that are not arguments of the symbol are ignored (a prediction
+    symbol has none); ``fixed_param_names`` get no gradient and no update. Weight decay
+    skips parameters named ``...bias``/``...beta`` unless they declare ``wd_mult``
+    (MXNet's Module gave wd 0 to every name not ending in ``_weight``/``_gamma``, even
+    a weight named ``w``).
+    """
+
+    def __init__(self, symbol, data_names=("data",), label_names=_LABELS, context=None,
+                 fixed_param_names=None, logger=None):
+        super().__init__(logger)
+        if not isinstance(symbol, Symbol):
+            raise TypeError(f"Module: symbol must be a nets.sym.Symbol, got "
+                            f"{type(symbol).__name__}")
+        if isinstance(context, (list, tuple)):
+            if len(context) != 1:
+                raise NetsError(f"Module: nets runs on one device, got context={context}")
+            context = context[0]
+        self._context = current_context(context)
+        self._symbol = symbol
+        args = symbol.list_arguments()
+        self._data_names = list(data_names or ())
+        missing = [n for n in self._data_names if n not in args]
+        if missing:
+            raise NetsError(f"Module: data_names {missing} are not arguments of the symbol "
+                            f"{args}")
+        self._label_names = [n for n in (label_names or ()) if n in args]
+        ignored = [n for n in (label_names or ()) if n not in args]
+        if ignored and label_names is not _LABELS:
+            warnings.warn(f"Module: label_names {ignored} are not arguments of the symbol "
+                          f"{args}; they are ignored", stacklevel=2)
+        inputs = set(self._data_names) | set(self._label_names)
+        self._param_names = [n for n in args if n not in inputs]
+        self._fixed = set(fixed_param_names or ())
+        self._exec = self._optimizer = self._preload = None
+        self._states = {}
+        self._data_shapes, self._label_shapes = [], []
+
+    # -- descriptions -------------------------------------------------------------------
+    symbol = property(lambda self: self._symbol)
+    data_names = property(lambda self: list(self._data_names))
+    label_names = property(lambda self: list(self._label_names))
+    output_names = property(lambda self: self._symbol.list_outputs())
+    data_shapes = property(lambda self: list(self._data_shapes))
+    label_shapes = property(lambda self: list(self._label_shapes))
+
+    @property
+    def output_shapes(self):
+        self._need("binded", "output_shapes")
+        shapes = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
+        return list(zip(self.output_names, self._symbol.infer_shape(**shapes)[1]))
+
+    def _need(self, flag, what):
+        if not getattr(self, flag):
+            step = {"binded": "bind()", "params_initialized": "init_params()",
+                    "optimizer_initialized": "init_optimizer()"}[flag]
+            raise NetsError(f"{what} needs {step} to be called first")
+
+    # -- setup ---------------------------------------------------------------------------
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req="write"):
+        """Allocate the arrays for these data/label shapes (``DataDesc``s such as an
+        iterator's ``provide_data``, or ``(name, shape)`` pairs). With ``for_training``
+        every parameter gets a gradient buffer (``grad_req``), row_sparse for
+        row_sparse parameters; ``inputs_need_grad`` gives the data one too. Rebinding
+        keeps initialized parameters; ``shared_module`` shares its parameters."""
+        if self.binded and not force_rebind:
+            warnings.warn("Module is already bound; pass force_rebind=True to rebind",
+                          stacklevel=2)
+            return
+        self._data_shapes = _descs(data_shapes, self._data_names, "data_shapes")
+        self._label_shapes = (_descs(label_shapes, self._label_names, "label_shapes")
+                              if label_shapes else [])
+        reqs = {}
+        for n in self._symbol.list_arguments():
+            if n in self._data_names:
+                reqs[n] = "write" if for_training and inputs_need_grad else "null"
+            elif n in self._label_names or n in self._fixed or not for_training:
+                reqs[n] = "null"
+            else:
+                reqs[n] = grad_req
+        shared = shared_module._exec if shared_module is not None else self._exec
+        descs = self._data_shapes + self._label_shapes
+        self._exec = self._symbol.simple_bind(
+            self._context, grad_req=reqs, type_dict={d.name: d.dtype for d in descs},
+            shared_exec=shared, **{d.name: d.shape for d in descs})
+        self.binded, self.for_training = True, for_training
+        self.inputs_need_grad = inputs_need_grad
+        if shared_module is not None:
+            self.params_initialized = shared_module.params_initialized
+        if self._preload is not None:
+            self.set_params(*self._preload)
+            self._preload = None
+
+    def init_params(self, initializer=None, arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        """Fill the parameters from ``arg_params`` (name -> array) or else with their
+        variable's ``init`` or ``initializer`` (default ``Uniform(0.01)``; names ending in
+        bias get zeros, as every nets initializer does). Storage types are kept."""
+        self._need("binded", "init_params()")
+        if self.params_initialized and not force_init:
+            warnings.warn("parameters are already initialized; pass force_init=True to "
+                          "re-initialize", stacklevel=2)
+            return
+        if aux_params:
+            raise NetsError(f"init_params: the symbol has no auxiliary states, got "
+                            f"{sorted(aux_params)}")
+        extra = sorted(set(arg_params or ()) - set(self._param_names))
+        if extra and not allow_extra:
+            raise NetsError(f"init_params: arg_params has {extra}, which are not parameters "
+                            f"of the module (pass allow_extra=True to skip them)")
+        specs = self._symbol.attr_dict()
+        for n in self._param_names:
+            arr = self._exec.arg_dict[n]
+            if arg_params is not None and n in arg_params:
+                arr[:] = arg_params[n]
+            elif arg_params is not None and not allow_missing:
+                raise NetsError(f"init_params: arg_params has no value for {n!r} (pass "
+                                f"allow_missing=True to initialize it)")
+            else:
+                init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
+                init_mod.create(init)(n, arr)
+        self.params_initialized = True
+
+    def set_params(self, arg_params, aux_params=None, allow_missing=False, force_init=True,
+                   allow_extra=False):
+        """Set the parameters from ``arg_params`` (``init_params`` with those values)."""
+        self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
+
+    def get_params(self):
+        """``(arg_params, aux_params)``: copies of the parameters by name (aux is empty)."""
+        self._need("params_initialized", "get_params()")
+        return {n: self._exec.arg_dict[n].copy() for n in self._param_names}, {}
+
+    def init_optimizer(self, kvstore="local", optimizer="sgd",
+                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+        """Create the optimizer: a name with ``optimizer_params`` (``rescale_grad``
+        defaults to 1 / batch size, as in MXNet) or an ``Optimizer`` instance. Each
+        parameter's variable ``lr_mult``/``wd_mult`` apply."""
+        self._need("binded", "init_optimizer()")
+        self._need("params_initialized", "init_optimizer()")
+        if self.optimizer_initialized and not force_init:
+            warnings.warn("the optimizer is already initialized; pass force_init=True to "
+                          "replace it", stacklevel=2)
+            return
+        if kvstore not in (None, "local", "device"):
+            raise NetsError(f"init_optimizer: kvstore={kvstore!r}; a nets Module is local")
+        specs = self._symbol.attr_dict()
+        param_dict = {i: _ParamInfo(n, specs[n].get("lr_mult", 1.0), specs[n].get(
+            "wd_mult", 0.0 if n.endswith(("bias", "beta")) else 1.0))
+                      for i, n in enumerate(self._param_names)}
+        if isinstance(optimizer, str):
+            kwargs = dict(optimizer_params or ())
+            kwargs.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
+            optimizer = optim.create(optimizer, param_dict=param_dict, **kwargs)
+        elif isinstance(optimizer, optim.Optimizer):
+            if not optimizer.param_dict:
+                optimizer.param_dict = param_dict
+        else:
+            raise TypeError(f"init_optimizer: optimizer must be a name or a "
+                            f"nets.optim.Optimizer, got {type(optimizer).__name__}")
+        self._optimizer, self._states = optimizer, {}
+        self.optimizer_initialized = True
+
+    # -- per batch ---------------------------------------------------------------------------
+    def forward(self, data_batch, is_train=None):
+        """Run the symbol on ``data_batch`` (``.data`` and ``.label`` lists; labels are
+        optional when predicting). ``is_train`` defaults to ``for_training``. A batch of
+        other shapes rebinds (parameters are shared)."""
+        self._need("binded", "forward()")
+        is_train = self.for_training if is_train is None else is_train
+        data = list(data_batch.data)
+        if len(data) != len(self._data_names):
+            raise NetsError(f"forward: the batch has {len(data)} data arrays, the module "
+                            f"{len(self._data_names)} data_names {self._data_names}")
+        feed = dict(zip(self._data_names, data))
+        labels = list(data_batch.label or ())
+        if labels and self._label_names:
+            feed.update(zip(self._label_names, labels))
+        args = self._exec.arg_dict
+        new = {n: a.shape for n, a in feed.items() if a.shape != args[n].shape}
+        if new:
+            self._exec = self._exec.reshape(**{n: a.shape for n, a in feed.items()})
+            self._data_shapes = [type(d)(d.name, feed[d.name].shape, d.dtype)
+                                 for d in self._data_shapes]
+            self._label_shapes = [type(d)(d.name, feed[d.name].shape, d.dtype)
+                                  if d.name in feed else d for d in self._label_shapes]
+        self._exec.forward(is_train, **feed)
+
+    def backward(self, out_grads=None):
+        """Gradients of the outputs (output layers supply their own loss gradient)."""
+        self._need("binded", "backward()")
+        self._exec.backward(out_grads)
+
+    def update(self):
+        """Apply the optimizer to every parameter that has a gradient (lazily, by rows,
+        for row_sparse gradients)."""
+        self._need("optimizer_initialized", "update()")
+        exe, opt = self._exec, self._optimizer
+        for i, n in enumerate(self._param_names):
+            grad = exe.grad_dict.get(n)
+            if grad is None:
+                continue
+            weight = exe.arg_dict[n]
+            if i not in self._states:
+                self._states[i] = opt.create_state_multi_precision(i, weight)
+            opt.update_multi_precision(i, weight, grad, self._states[i])
+
+    def get_outputs(self, merge_multi_context=True):
+        """The outputs of the latest ``forward``."""
+        self._need("binded", "get_outputs()")
+        return list(self._exec.outputs)
+
+    def get_input_grads(self, merge_multi_context=True):
+        """The data gradients (``bind(inputs_need_grad=True)``)."""
+        if not self.inputs_need_grad:
+            raise NetsError("get_input_grads() needs bind(..., inputs_need_grad=True)")
+        return [self._exec.grad_dict[n] for n in self._data_names]
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        """``eval_metric.update(labels, outputs)``."""
+        eval_metric.update(labels, self.get_outputs())
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False):
+        """``save_checkpoint(prefix, epoch, symbol, *get_params())`` (optimizer states are
+        not saved by nets' Module: use a ``Trainer`` for resumable optimizer states)."""
+        if save_optimizer_states:
+            raise NetsError("save_checkpoint: saving optimizer states is not supported by "
+                            "nets' Module")
+        save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
+
+    @staticmethod
+    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+        """A Module of the checkpoint's symbol whose parameters are set at ``bind``
+        (``kwargs`` go to ``Module``)."""
+        if load_optimizer_states:
+            raise NetsError("Module.load: optimizer states are not saved by nets' Module")
+        symbol, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol, **kwargs)
+        mod._preload = (args, auxs)
+        return mod

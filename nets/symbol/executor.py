@@ -1,0 +1,262 @@
+"""Executors: a symbol bound to arrays (MXNet's ``Executor``), run on the autograd engine.
+
+A graph is compiled once into a flat ``Program`` of operator calls over numbered slots.
+``forward(is_train=True)`` runs it inside ``autograd.record()`` with the arguments that
+want gradients as leaves whose gradient buffers are the executor's ``grad_dict``;
+``backward()`` is ``autograd.backward`` over the outputs. There is no second
+differentiation mechanism: every operator's own vjp runs, and gradients arrive in the
+buffers' storage types (row_sparse where declared).
+
+At bind time each operator node's input and output storage types are inferred (the
+operators' own tables); a node whose input stypes have no implementation is reported
+with a ``StorageFallbackWarning`` naming the node, and ``NETS_STORAGE_VERBOSE=1`` logs
+every node's storage types.
+"""
+import os
+import warnings
+
+from .. import autograd
+from ..base import NetsError, StorageFallbackWarning, current_context
+from ..ndarray.creation import array, zeros
+from ..ndarray.dense import NDArray
+from ..ops.registry import _verbose
+from .inference import node_stypes
+
+__all__ = ["Executor", "Program", "simple_bind", "bind"]
+
+GRAD_REQS = ("write", "add", "null")
+
+
+class Program:
+    """``symbol`` compiled to operator calls over slots: the arguments ``arg_names``
+    (default ``list_arguments()``) first, then every node output. ``run(args)`` calls
+    the operators normally, so ``autograd.record()`` around it records them."""
+
+    def __init__(self, symbol, arg_names=None):
+        self.arg_names = symbol.list_arguments() if arg_names is None else list(arg_names)
+        slots = {name: i for i, name in enumerate(self.arg_names)}
+        where, size, self.steps = {}, len(self.arg_names), []
+        for node in symbol._nodes():
+            if node.op is None:
+                if node.name not in slots:
+                    raise NetsError(f"the graph's variable {node.name!r} is not among the "
+                                    f"arguments {self.arg_names}")
+                where[node, 0] = slots[node.name]
+                continue
+            ins = tuple(-1 if e is None else where[e] for e in node.inputs)
+            self.steps.append((node.op, ins, node.attrs, size, node.num_outputs))
+            for k in range(node.num_outputs):
+                where[node, k] = size + k
+            size += node.num_outputs
+        self.size, self.heads = size, [where[e] for e in symbol._outputs]
+
+    def run(self, args):
+        """The outputs for the argument arrays ``args`` (in ``arg_names`` order)."""
+        vals = list(args) + [None] * (self.size - len(args))
+        for op, ins, attrs, at, n in self.steps:
+            out = op(*[None if i < 0 else vals[i] for i in ins], **attrs)
+            if n == 1:
+                vals[at] = out
+            else:
+                vals[at:at + n] = out
+        return [vals[h] for h in self.heads]
+
+
+class Executor:
+    """A symbol bound to arrays: ``arg_dict`` (argument arrays by name), ``grad_dict``
+    (gradient buffers of the arguments whose ``grad_req`` is not 'null'), ``outputs``
+    (the latest forward's results). Created by ``Symbol.simple_bind``/``Symbol.bind``.
+
+    Assigning ``exe.arg_dict['x'][:] = value`` writes into the bound array and keeps
+    its storage type. ``storage_report`` lists ``(node, op, input stypes, output stypes,
+    falls back)`` for every operator node.
+    """
+
+    def __init__(self, symbol, ctx, arg_dict, grad_dict, grad_req):
+        self._symbol, self._ctx = symbol, ctx
+        self.arg_dict, self.grad_dict, self.aux_dict = arg_dict, grad_dict, {}
+        self._grad_req = grad_req
+        self._program = Program(symbol, list(arg_dict))
+        self._args = list(arg_dict.values())
+        self.outputs = []
+        self._recorded = False
+        for name, req in grad_req.items():
+            if req != "null":
+                autograd.mark_variables([arg_dict[name]], [grad_dict[name]], req)
+        self.storage_report = self._check_storage()
+
+    def _check_storage(self):
+        report, verbose = [], os.environ.get("NETS_STORAGE_VERBOSE") == "1"
+        for node, ins, outs in node_stypes(self._symbol,
+                                           {n: a.stype for n, a in self.arg_dict.items()}):
+            fallback = node.op.find_impl(ins) is None
+            report.append((node.name, node.op.name, ins, outs, fallback))
+            if verbose:
+                _verbose(f"node {node.name!r} ({node.op.name})", ins, outs)
+            if fallback:
+                warnings.warn(f"node {node.name!r} ({node.op.name}): no implementation for "
+                              f"input storage types {ins}; it will densify them and run the "
+                              f"dense implementation", StorageFallbackWarning, stacklevel=4)
+        return report
+
+    @property
+    def arg_arrays(self):
+        return list(self.arg_dict.values())
+
+    @property
+    def grad_arrays(self):
+        return [self.grad_dict.get(n) for n in self.arg_dict]
+
+    @property
+    def aux_arrays(self):
+        return []
+
+    @property
+    def output_dict(self):
+        return dict(zip(self._symbol.list_outputs(), self.outputs))
+
+    def forward(self, is_train=False, **kwargs):
+        """Run the graph after copying ``kwargs`` (name -> array) into the bound arrays.
+        ``is_train`` records for ``backward`` and sets train mode (Dropout)."""
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise NetsError(f"forward: {name!r} is not an argument of the symbol; "
+                                f"arguments are {list(self.arg_dict)}")
+            self.arg_dict[name][:] = value
+        scope = autograd.record(train_mode=True) if is_train else autograd.pause(False)
+        with scope:
+            self.outputs = self._program.run(self._args)
+        self._recorded = is_train
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train=True):
+        """Gradients of the outputs into ``grad_dict`` (by each argument's ``grad_req``).
+        ``out_grads`` default to ones; output layers (``SoftmaxOutput``...) ignore them."""
+        if not self._recorded:
+            raise NetsError("backward() needs a forward(is_train=True) first (once per "
+                            "backward)")
+        self._recorded = False
+        outs = self.outputs
+        grads = [None] * len(outs) if out_grads is None else (
+            [out_grads] if isinstance(out_grads, NDArray) else list(out_grads))
+        if len(grads) != len(outs):
+            raise NetsError(f"backward: {len(grads)} out_grads for {len(outs)} outputs")
+        pairs = [(o, g if g is None or isinstance(g, NDArray) else array(g, dtype=o.dtype))
+                 for o, g in zip(outs, grads) if o._node is not None or o._grad is not None]
+        if pairs:
+            autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
+                              train_mode=is_train)
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copy ``arg_params`` (name -> array) into the bound arrays (stypes kept)."""
+        for name, value in arg_params.items():
+            if name in self.arg_dict:
+                self.arg_dict[name][:] = value
+            elif not allow_extra_params:
+                raise NetsError(f"copy_params_from: {name!r} is not an argument; pass "
+                                f"allow_extra_params=True to skip it")
+        if aux_params:
+            raise NetsError(f"copy_params_from: the symbol has no auxiliary states, got "
+                            f"{sorted(aux_params)}")
+
+    def reshape(self, **shapes):
+        """A new executor for new argument ``shapes``; arrays whose shape is unchanged
+        (the parameters) are shared with this one."""
+        return simple_bind(self._symbol, self._ctx, self._grad_req,
+                           {n: a.dtype for n, a in self.arg_dict.items()},
+                           {n: a.stype for n, a in self.arg_dict.items()}, self, shapes)
+
+    def __repr__(self):
+        return f"<Executor {self._symbol.list_outputs()} @{self._ctx}>"
+
+
+def _grad_reqs(names, grad_req):
+    if isinstance(grad_req, str):
+        reqs = dict.fromkeys(names, grad_req)
+    elif isinstance(grad_req, dict):
+        unknown = set(grad_req) - set(names)
+        if unknown:
+            raise NetsError(f"grad_req names {sorted(unknown)}, which are not arguments")
+        reqs = {n: grad_req.get(n, "null") for n in names}
+    else:
+        grad_req = list(grad_req)
+        if len(grad_req) != len(names):
+            raise NetsError(f"grad_req has {len(grad_req)} entries for {len(names)} arguments")
+        reqs = dict(zip(names, grad_req))
+    bad = {n: r for n, r in reqs.items() if r not in GRAD_REQS}
+    if bad:
+        raise NetsError(f"grad_req {bad}: each must be one of {GRAD_REQS}")
+    return reqs
+
+
+def _grad_stype(spec, stype):
+    return spec.get("grad_stype", "row_sparse" if stype == "row_sparse" else stype)
+
+
+def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shapes):
+    """Bind ``symbol`` to zeros of each argument's inferred shape, dtype and storage type
+    (``shapes``/``type_dict``/``stype_dict`` by name, else declared, else inferred) and
+    gradient buffers of each variable's ``grad_stype`` for ``grad_req`` (a string, a
+    list or a dict). Arrays of ``shared_exec`` with the same name, shape, dtype and
+    stype are reused; its shapes fill what the given ones leave unknown."""
+    ctx = current_context(ctx)
+    names = symbol.list_arguments()
+    shapes = dict(shapes)
+    if shared_exec is not None:
+        partial = symbol.infer_shape_partial(**shapes)[0]
+        shapes.update({n: shared_exec.arg_dict[n].shape for n, s in zip(names, partial)
+                       if s is None and n in shared_exec.arg_dict})
+    arg_shapes = symbol.infer_shape(**shapes)[0]
+    arg_types = symbol.infer_type(**(type_dict or {}))[0]
+    arg_stypes = symbol.infer_storage_type(**(stype_dict or {}))[0]
+    reqs = _grad_reqs(names, grad_req)
+    specs = symbol.attr_dict()
+    old_args = shared_exec.arg_dict if shared_exec is not None else {}
+    old_grads = shared_exec.grad_dict if shared_exec is not None else {}
+
+    def reuse(old, shape, dtype, stype):
+        if old is not None and (old.shape, old.dtype, old.stype) == (shape, dtype, stype):
+            return old
+        return zeros(shape, ctx, dtype, stype)
+
+    args, grads = {}, {}
+    for n, shape, dtype, stype in zip(names, arg_shapes, arg_types, arg_stypes):
+        args[n] = reuse(old_args.get(n), shape, dtype, stype)
+        if reqs[n] != "null":
+            grads[n] = reuse(old_grads.get(n), shape, dtype, _grad_stype(specs[n], stype))
+    return Executor(symbol, ctx, args, grads, reqs)
+
+
+def _by_name(values, names, what):
+    if isinstance(values, dict):
+        extra = set(values) - set(names)
+        if extra:
+            raise NetsError(f"bind: {what} names {sorted(extra)}, which are not arguments "
+                            f"{names}")
+        return values
+    values = list(values)
+    if len(values) != len(names):
+        raise NetsError(f"bind: {len(values)} {what} for {len(names)} arguments {names}")
+    return dict(zip(names, values))
+
+
+def bind(symbol, ctx, args, args_grad, grad_req, aux_states):
+    """Bind ``symbol`` to the given arrays (shared, not copied): ``args`` and
+    ``args_grad`` map argument names to arrays (or list them in ``list_arguments()``
+    order); an argument without a gradient array gets ``grad_req='null'``."""
+    ctx = current_context(ctx)
+    names = symbol.list_arguments()
+    args = _by_name(args, names, "args")
+    missing = [n for n in names if n not in args]
+    if missing:
+        raise NetsError(f"bind: no arrays for arguments {missing}")
+    if aux_states:
+        raise NetsError("bind: the symbol has no auxiliary states (no nets operator has any)")
+    args = {n: a if isinstance(a, NDArray) else array(a, ctx) for n, a in
+            ((n, args[n]) for n in names)}
+    symbol.infer_shape_partial(**{n: a.shape for n, a in args.items()})  # raises on a mismatch
+    grads = {} if args_grad is None else {
+        n: g for n, g in _by_name(args_grad, names, "args_grad").items() if g is not None}
+    reqs = {n: r if n in grads else "null" for n, r in _grad_reqs(names, grad_req).items()}
+    return Executor(symbol, ctx, args, {n: grads[n] for n in names if reqs[n] != "null"},
+                    reqs)

@@ -1,0 +1,169 @@
+"""Module: MXNet's sparse-symbol linear-regression tutorial, fit/score/predict, lazy
+row_sparse updates, checkpoints."""
+import time
+
+import numpy as np
+import pytest
+
+import nets
+import nets.data
+from nets import nd, sym
+from nets.base import NetsError
+from nets.test_utils import rand_ndarray
+
+
+def _linear_regression(num_features):
+    initializer = nets.init.Normal(sigma=0.01)
+    x = sym.Variable("data", stype="csr")
+    y = sym.Variable("label")
+    weight = sym.Variable("weight", stype="row_sparse", shape=(num_features, 1),
+                          init=initializer)
+    bias = sym.Variable("bias", shape=(1,))
+    pred = sym.broadcast_add(sym.sparse.dot(x, weight), bias)
+    return sym.LinearRegressionOutput(data=pred, label=y, name="lro"), initializer
+
+
+def test_sparse_symbol_linear_regression_tutorial():
+    """MXNet's "Train a Linear Regression Model with Sparse Symbols", renamed."""
+    feature_dimension, batch_size = 100, 1
+    train_data = nets.test_utils.rand_ndarray((1000, feature_dimension), "csr", 0.01)
+    target_weight = nd.arange(1, feature_dimension + 1).reshape((feature_dimension, 1))
+    train_label = nd.dot(train_data, target_weight)
+    train_iter = nets.data.NDArrayIter(train_data, train_label, batch_size,
+                                       last_batch_handle="discard", label_name="label")
+    lro, initializer = _linear_regression(feature_dimension)
+    mod = nets.mod.Module(symbol=lro, data_names=["data"], label_names=["label"])
+    mod.bind(data_shapes=train_iter.provide_data, label_shapes=train_iter.provide_label)
+    mod.init_params(initializer=initializer)
+    sgd = nets.optim.SGD(learning_rate=0.05, rescale_grad=1.0 / batch_size, momentum=0.9)
+    mod.init_optimizer(optimizer=sgd)
+    metric = nets.metric.create("MSE")
+    tic = time.perf_counter()
+    for _ in range(10):
+        train_iter.reset()
+        metric.reset()
+        for batch in train_iter:
+            mod.forward(batch, is_train=True)
+            mod.update_metric(metric, batch.label)
+            mod.backward()
+            mod.update()
+    seconds = time.perf_counter() - tic
+    print(f"10 epochs of 1000 batches: {seconds:.2f} s, MSE {metric.get()[1]:.3f}")
+    assert metric.get()[1] < 1, metric.get()
+    exe = mod._exec
+    assert exe.arg_dict["weight"].stype == "row_sparse"
+    assert exe.grad_dict["weight"].stype == "row_sparse"
+    assert "data" not in exe.grad_dict and "label" not in exe.grad_dict
+
+
+def test_row_sparse_weight_is_updated_lazily():
+    lro, _ = _linear_regression(6)
+    mod = nets.mod.Module(lro, label_names=["label"])
+    mod.bind(data_shapes=[("data", (2, 6))], label_shapes=[("label", (2, 1))])
+    mod.init_params(arg_params={"weight": nd.ones((6, 1)), "bias": nd.zeros((1,))})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                          "momentum": 0.9})
+    x = nd.sparse.csr_matrix((np.array([1.0, 2.0], np.float32), np.array([1, 4]),
+                              np.array([0, 1, 2])), shape=(2, 6))
+    batch = nets.data.DataBatch([x], [nd.zeros((2, 1))])
+    for _ in range(2):
+        mod.forward_backward(batch)
+        mod.update()
+    w = mod.get_params()[0]["weight"]
+    assert mod._exec.grad_dict["weight"].indices.asnumpy().tolist() == [1, 4]
+    values = w.asnumpy()[:, 0]
+    assert np.all(values[[0, 2, 3, 5]] == 1) and np.all(values[[1, 4]] < 1)
+    state = mod._states[mod._param_names.index("weight")]
+    assert state.stype == "row_sparse" and np.all(state.asnumpy()[[0, 2, 3, 5]] == 0)
+    # the reference: SGD with momentum (rescale 1 / batch size) on w's touched rows and b
+    w_ref, b_ref, mom_w, mom_b = np.ones(6), 0.0, np.zeros(6), 0.0
+    for _ in range(2):
+        residual = np.array([w_ref[1] * 1.0, w_ref[4] * 2.0]) + b_ref  # labels are 0
+        grad_w = np.zeros(6)
+        grad_w[[1, 4]] = residual * np.array([1.0, 2.0]) / 2
+        mom_w, mom_b = 0.9 * mom_w - 0.1 * grad_w, 0.9 * mom_b - 0.1 * residual.sum() / 2
+        w_ref, b_ref = w_ref + mom_w, b_ref + mom_b
+    np.testing.assert_allclose(values, w_ref, rtol=1e-5)
+    np.testing.assert_allclose(mod.get_params()[0]["bias"].asnumpy(), [b_ref], rtol=1e-5)
+
+
+def _classification():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((90, 4)).astype(np.float32)
+    y = (x @ rng.standard_normal((4, 3))).argmax(1).astype(np.float32)  # separable
+    net = sym.FullyConnected(sym.var("data"), num_hidden=3, name="fc")
+    return x, y, sym.SoftmaxOutput(net, name="softmax")
+
+
+def test_fit_score_predict_and_checkpoints(tmp_path):
+    x, y, net = _classification()
+    train = nets.data.NDArrayIter(x, y, batch_size=16, shuffle=True)
+    val = nets.data.NDArrayIter(x, y, batch_size=16)  # last batch padded (90 = 5*16 + 10)
+    mod = nets.mod.Module(net)
+    saved = []
+    mod.fit(train, eval_data=val, eval_metric="acc", num_epoch=15, optimizer="sgd",
+            optimizer_params={"learning_rate": 0.5},
+            epoch_end_callback=lambda epoch, s, args, aux: saved.append(epoch),
+            batch_end_callback=lambda p: None)
+    assert saved == list(range(15))
+    (name, acc), = mod.score(val, "acc")
+    assert name == "accuracy" and acc > 0.85
+    probs = mod.predict(val)
+    assert probs.shape == (90, 3)  # padding removed
+    assert np.mean(probs.asnumpy().argmax(1) == y) == pytest.approx(acc)
+    mod.save_checkpoint(str(tmp_path / "clf"), 15)
+    symbol, args, aux = nets.mod.load_checkpoint(str(tmp_path / "clf"), 15)
+    assert sorted(args) == ["fc_bias", "fc_weight"] and aux == {}
+    loaded = nets.mod.Module.load(str(tmp_path / "clf"), 15)
+    loaded.bind(data_shapes=val.provide_data, for_training=False)
+    assert np.array_equal(loaded.predict(val).asnumpy(), probs.asnumpy())
+
+
+def test_batches_of_another_size_rebind_and_share_parameters():
+    x, y, net = _classification()
+    mod = nets.mod.Module(net)
+    mod.bind(data_shapes=[("data", (16, 4))], label_shapes=[("softmax_label", (16,))])
+    mod.init_params()
+    weight = mod._exec.arg_dict["fc_weight"]
+    mod.forward(nets.data.DataBatch([nd.array(x[:5])], [nd.array(y[:5])]), is_train=False)
+    assert mod.get_outputs()[0].shape == (5, 3) and mod.data_shapes[0].shape == (5, 4)
+    assert mod._exec.arg_dict["fc_weight"] is weight
+
+
+def test_module_errors_name_the_problem():
+    x, y, net = _classification()
+    with pytest.raises(NetsError, match=r"data_names \['features'\]"):
+        nets.mod.Module(net, data_names=["features"])
+    with pytest.warns(UserWarning, match=r"label_names \['lbl'\] are not arguments"):
+        nets.mod.Module(net, label_names=["lbl"])
+    mod = nets.mod.Module(net)
+    with pytest.raises(NetsError, match="bind\\(\\)"):
+        mod.init_params()
+    with pytest.raises(NetsError, match="label_names"):
+        mod.bind(data_shapes=[("data", (4, 4))], label_shapes=[("label", (4,))])
+    mod.bind(data_shapes=[("data", (4, 4))], label_shapes=[("softmax_label", (4,))])
+    assert mod.output_shapes == [("softmax_output", (4, 3))]
+    with pytest.raises(NetsError, match="no value for 'fc_bias'"):
+        mod.init_params(arg_params={"fc_weight": nd.zeros((3, 4))})
+    with pytest.raises(NetsError, match="init_params\\(\\)"):
+        mod.init_optimizer()
+    mod.init_params(arg_params={"fc_weight": nd.ones((3, 4))}, allow_missing=True)
+    assert np.all(mod.get_params()[0]["fc_bias"].asnumpy() == 0)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"wd": 0.1})
+    info = mod._optimizer.param_dict
+    assert {p.name: p.wd_mult for p in info.values()} == {"fc_weight": 1.0, "fc_bias": 0.0}
+    assert mod._optimizer.rescale_grad == 0.25
+
+
+def test_variable_init_lr_mult_and_row_sparse_initial_values():
+    w = sym.var("w", shape=(5, 2), stype="row_sparse", init="ones", lr_mult=0.0)
+    net = sym.MakeLoss(sym.sum(sym.sparse.dot(sym.var("data", stype="csr"), w)))
+    mod = nets.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[("data", (3, 5))])
+    mod.init_params(nets.init.Zero())  # the variable's own init wins
+    assert mod.get_params()[0]["w"].stype == "row_sparse"
+    assert np.all(mod.get_params()[0]["w"].asnumpy() == 1)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 1.0})
+    mod.forward_backward(nets.data.DataBatch([rand_ndarray((3, 5), "csr", 0.5)], None))
+    mod.update()
+    assert np.all(mod.get_params()[0]["w"].asnumpy() == 1)  # lr_mult 0 freezes it

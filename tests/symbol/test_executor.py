@@ -1,0 +1,135 @@
+"""Executors: simple_bind/bind, arg_dict assignment, forward/backward on the autograd engine
+(gradients equal the imperative ones, in the declared storage types), fallback reports."""
+import logging
+
+import numpy as np
+import pytest
+
+import nets
+from nets import autograd, nd, sym
+from nets.base import NetsError, ShapeError
+from nets.test_utils import assert_almost_equal, rand_ndarray
+
+
+def test_simple_bind_allocates_zeros_of_each_stype_and_assignment_keeps_it():
+    b, c = sym.var("b", stype="csr"), sym.var("c", stype="row_sparse")
+    b_exec, c_exec = b.simple_bind(nets.cpu(), b=(2, 2)), c.simple_bind(c=(2, 2))
+    (out_b,), (out_c,) = b_exec.forward(), c_exec.forward()
+    assert (out_b.stype, out_c.stype) == ("csr", "row_sparse")
+    assert out_b.nnz == 0 and len(out_c.indices) == 0
+    arg = b_exec.arg_dict["b"]
+    b_exec.arg_dict["b"][:] = nd.ones((2, 2)).tostype("csr")
+    assert b_exec.forward()[0].asnumpy().tolist() == [[1, 1], [1, 1]]
+    b_exec.arg_dict["b"][:] = nd.array([[0, 2], [0, 0]])  # dense in, csr kept
+    assert b_exec.arg_dict["b"] is arg and arg.stype == "csr" and arg.nnz == 1
+    assert b_exec.grad_dict["b"].stype == "csr" and c_exec.grad_dict["c"].stype == "row_sparse"
+
+
+def test_group_storage_types_and_per_node_fallback_report():
+    a, b, c = sym.var("a"), sym.var("b", stype="csr"), sym.var("c", stype="row_sparse")
+    group = sym.Group([sym.elemwise_add(a, a), sym.sparse.negative(b),
+                       sym.sparse.elemwise_add(c, c, name="rsp_add")])
+    exe = group.simple_bind(a=(2, 2), b=(2, 2), c=(2, 2))
+    assert [o.stype for o in exe.forward()] == ["default", "csr", "row_sparse"]
+    assert not any(r[-1] for r in exe.storage_report)
+    mixed = sym.Group([sym.elemwise_add(b, c, name="mix"), sym.log(a, name="lg")])
+    with pytest.warns(nets.StorageFallbackWarning, match=r"node 'mix' \(elemwise_add\)"):
+        exe = mixed.simple_bind(a=(2, 2), b=(2, 2), c=(2, 2))
+    assert [(r[0], r[-1]) for r in exe.storage_report] == [("mix", True), ("lg", False)]
+    with pytest.warns(nets.StorageFallbackWarning):
+        added, logged = exe.forward()
+    assert added.stype == "default" and np.all(added.asnumpy() == 0)
+    assert np.all(np.isneginf(logged.asnumpy()))
+
+
+def test_storage_verbose_logs_every_node_at_bind(monkeypatch, caplog):
+    monkeypatch.setenv("NETS_STORAGE_VERBOSE", "1")
+    caplog.set_level(logging.INFO, logger="nets.storage")
+    x, w = sym.var("data", stype="csr"), sym.var("weight", stype="row_sparse")
+    sym.sparse.dot(x, w, name="d").simple_bind(data=(3, 4), weight=(4, 2))
+    assert "node 'd' (dot): inputs ('csr', 'row_sparse') -> outputs ('default',)" in caplog.text
+
+
+def _sparse_net():
+    x, w = sym.var("x", stype="csr"), sym.var("w", stype="row_sparse")
+    b = sym.var("b")
+    return sym.MakeLoss(sym.sum(sym.square(sym.broadcast_add(sym.sparse.dot(x, w), b))))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradients_equal_the_imperative_ones(dtype):
+    x = rand_ndarray((5, 8), "csr", density=0.3, dtype=dtype)
+    w = rand_ndarray((8, 3), "row_sparse", density=0.6, dtype=dtype)
+    b = rand_ndarray((3,), dtype=dtype)
+    exe = _sparse_net().simple_bind(x=x.shape, w=w.shape, b=b.shape, grad_req={"w": "write",
+                                                                               "b": "write"},
+                                    type_dict={"x": dtype})
+    assert "x" not in exe.grad_dict and exe.grad_dict["w"].stype == "row_sparse"
+    (loss,) = exe.forward(is_train=True, x=x, w=w, b=b)
+    exe.backward()
+    wi, bi = w.copy(), b.copy()
+    wi.attach_grad()
+    bi.attach_grad()
+    with autograd.record():
+        ref = nd.sum(nd.square(nd.broadcast_add(nd.sparse.dot(x, wi), bi)))
+    ref.backward()
+    assert_almost_equal(loss, ref)
+    assert exe.grad_dict["w"].stype == "row_sparse"
+    assert_almost_equal(exe.grad_dict["w"], wi.grad)
+    assert_almost_equal(exe.grad_dict["b"], bi.grad)
+    assert exe.grad_dict["w"].dtype == np.dtype(dtype)
+
+
+def test_grad_req_add_null_and_out_grads():
+    x, w = sym.var("x"), sym.var("w")
+    y = sym.dot(x, w)
+    xv, wv = rand_ndarray((2, 3)), rand_ndarray((3, 4))
+    exe = y.bind(nets.cpu(), {"x": xv, "w": wv}, args_grad={"w": nd.zeros((3, 4))},
+                 grad_req="add")
+    assert exe.arg_dict["w"] is wv and exe.grad_arrays[0] is None  # shared, not copied
+    head = rand_ndarray((2, 4))
+    for _ in range(2):
+        exe.forward(is_train=True)
+        exe.backward(head)
+    assert_almost_equal(exe.grad_dict["w"], 2 * xv.asnumpy().T @ head.asnumpy())
+    with pytest.raises(NetsError, match="forward\\(is_train=True\\) first"):
+        exe.backward(head)
+    exe.forward()  # predicting records nothing
+    with pytest.raises(NetsError, match="forward\\(is_train=True\\)"):
+        exe.backward(head)
+
+
+def test_bind_checks_its_arrays():
+    y = sym.dot(sym.var("x"), sym.var("w"))
+    with pytest.raises(NetsError, match=r"no arrays for arguments \['w'\]"):
+        y.bind(None, {"x": nd.ones((2, 3))})
+    with pytest.raises(ShapeError, match="do not share"):
+        y.bind(None, [nd.ones((2, 3)), nd.ones((2, 4))])
+    with pytest.raises(NetsError, match="not arguments"):
+        y.bind(None, {"x": nd.ones((2, 3)), "w": nd.ones((3, 1)), "z": nd.ones(1)})
+    assert y.eval(x=nd.ones((2, 3)), w=nd.ones((3, 1)))[0].asnumpy().tolist() == [[3], [3]]
+    exe = y.simple_bind(x=(2, 3), w=(3, 1))
+    with pytest.raises(NetsError, match="'v' is not an argument"):
+        exe.forward(v=nd.ones(1))
+    with pytest.raises(NetsError, match="grad_req"):
+        y.simple_bind(x=(2, 3), w=(3, 1), grad_req="sometimes")
+
+
+def test_reshape_shares_the_unchanged_arrays():
+    net = sym.FullyConnected(sym.var("data"), num_hidden=4, name="fc")
+    exe = net.simple_bind(data=(8, 5))
+    bigger = exe.reshape(data=(16, 5))
+    assert bigger.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+    assert bigger.grad_dict["fc_weight"] is exe.grad_dict["fc_weight"]
+    assert bigger.arg_dict["data"].shape == (16, 5)
+    assert bigger.forward()[0].shape == (16, 4)
+    assert list(bigger.output_dict) == ["fc_output"]
+
+
+def test_dropout_follows_train_and_predict_mode():
+    y = sym.Dropout(sym.var("x"), p=0.5)
+    exe = y.simple_bind(x=(50, 50), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    assert np.all(exe.forward()[0].asnumpy() == 1)
+    dropped = exe.forward(is_train=True)[0].asnumpy()
+    assert set(np.unique(dropped)) == {0.0, 2.0}

@@ -1,0 +1,115 @@
+"""HybridBlock.hybridize(): the traced graph gives exactly the imperative outputs and
+gradients (dense and row_sparse), finishes deferred initialization, and exports."""
+import numpy as np
+import pytest
+
+import nets
+import nets.data
+from nets import autograd, nd, sym
+from nets import layers as L
+from nets import loss as gloss
+from nets.base import NetsError
+from nets.test_utils import rand_ndarray
+
+
+def _net(kind):
+    nets.random.seed(7)
+    net = L.HybridSequential()
+    if kind == "dense":  # deferred input size: the graph's shape inference finishes it
+        net.add(L.Dense(8, activation="tanh"), L.Dropout(0.3), L.Dense(3))
+        x = rand_ndarray((4, 5))
+    elif kind == "dense_csr":
+        net.add(L.Dense(6, in_units=30, activation="relu"), L.Dense(2, in_units=6))
+        x = rand_ndarray((4, 30), "csr", density=0.2)
+    elif kind == "fc_sparse":
+        net.add(L.FullyConnectedSparse(30, 6, weight_grad_stype="row_sparse"),
+                L.Activation("sigmoid"), L.Dense(2, in_units=6))
+        x = rand_ndarray((4, 30), "csr", density=0.1)
+    else:
+        emb = (L.Embedding(20, 4, sparse_grad=True) if kind == "embedding"
+               else L.SparseEmbedding(20, 4))
+        net.add(emb, L.Dense(3, flatten=True))
+        x = nd.array([[1, 5, 5], [19, 0, 2]])
+    net.initialize(nets.init.Normal(0.5))
+    return net, x
+
+
+def _run(net, x, train=True):
+    nets.random.seed(3)  # the same dropout masks on both paths
+    with autograd.record(train_mode=train):
+        y = net(x)
+    y.backward(nd.array(np.linspace(-1, 1, y.size).reshape(y.shape), dtype="float32"))
+    grads = {k: p.grad() for k, p in net._structural_params().items()}
+    return y, grads
+
+
+@pytest.mark.parametrize("kind", ["dense", "dense_csr", "fc_sparse", "embedding",
+                                  "sparse_embedding"])
+def test_hybridized_outputs_and_gradients_equal_imperative(kind):
+    net, x = _net(kind)
+    hybrid, _ = _net(kind)
+    hybrid.hybridize()
+    for n in (net, hybrid):  # deferred shapes: imperatively from the data, else by the graph
+        nets.random.seed(1)
+        n(x)
+    assert all(p.shape == q.shape and np.array_equal(p.data().asnumpy(), q.data().asnumpy())
+               for p, q in zip(net.collect_params().values(), hybrid.collect_params().values()))
+    y0, g0 = _run(net, x)
+    y1, g1 = _run(hybrid, x)
+    assert np.array_equal(y0.asnumpy(), y1.asnumpy())
+    assert g0.keys() == g1.keys()
+    for k in g0:
+        assert g0[k].stype == g1[k].stype, k
+        assert np.array_equal(g0[k].asnumpy(), g1[k].asnumpy()), k
+    if kind in ("fc_sparse", "embedding", "sparse_embedding"):
+        assert g1["0.weight"].stype == "row_sparse"
+    assert len(hybrid._cached) == 1
+    y2, _ = _run(hybrid, x)  # the cached graph again, on the live parameters
+    assert np.array_equal(y1.asnumpy(), y2.asnumpy()) and len(hybrid._cached) == 1
+    assert isinstance(hybrid._graph, sym.Symbol)
+
+
+@pytest.mark.parametrize("loss, pred, label", [
+    (gloss.L2Loss(), (5, 1), nd.array([1, 2, 3, 4, 5])),
+    (gloss.HuberLoss(rho=0.5), (5, 2), nd.ones((5, 2))),
+    (gloss.SoftmaxCrossEntropyLoss(), (5, 3), nd.array([0, 2, 1, 1, 0])),
+])
+def test_hybridized_losses_use_traced_shapes(loss, pred, label):
+    pred = rand_ndarray(pred)
+    want = loss(pred, label)
+    loss.hybridize()
+    assert np.array_equal(loss(pred, label).asnumpy(), want.asnumpy())
+
+
+def test_retrace_per_input_signature_and_unhybridize():
+    net = L.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    a, b = net(nd.ones((4, 3))), net(nd.ones((2, 3)))
+    c = net(nd.ones((2, 3)).tostype("csr"))
+    assert len(net._cached) == 3
+    assert np.allclose(a.asnumpy()[:2], b.asnumpy()) and np.allclose(b.asnumpy(), c.asnumpy())
+    net.hybridize(False)
+    assert not net._cached and net(np.ones((1, 3), np.float32)).shape == (1, 2)
+
+
+def test_export_then_load_as_a_module(tmp_path):
+    net, x = _net("fc_sparse")
+    with pytest.raises(NetsError, match="hybridize"):
+        net.export(str(tmp_path / "m"))
+    net.hybridize()
+    want = net(x).asnumpy()
+    net.export(str(tmp_path / "m"), epoch=3)
+    mod = nets.mod.Module.load(str(tmp_path / "m"), 3, label_names=None)
+    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.forward(nets.data.DataBatch([x]), is_train=False)
+    assert np.array_equal(mod.get_outputs()[0].asnumpy(), want)
+    assert mod.symbol.attr_dict()["data"]["stype"] == "csr"
+
+
+def test_symbolic_call_composes_blocks_into_a_bigger_graph():
+    net = L.HybridSequential()
+    net.add(L.Dense(4, in_units=3, prefix="a_"), L.Dense(2, in_units=4, prefix="b_"))
+    out = net(sym.var("data"))
+    assert out.list_arguments() == ["data", "a_weight", "a_bias", "b_weight", "b_bias"]
+    assert out.infer_shape(data=(5, 3))[1] == [(5, 2)]
