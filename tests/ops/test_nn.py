@@ -6,28 +6,11 @@ import pytest
 import nets
 from nets import nd
 from nets.base import DTypeError, NetsError, ShapeError
-from nets.ndarray.csr import CSRNDArray
-from nets.ndarray.row_sparse import RowSparseNDArray
 from nets.ops.registry import TRAINING
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
+from tests.ops.conftest import dense_values
 
 DTYPES = ("float32", "float64")
-
-
-@pytest.fixture
-def no_densify(monkeypatch):
-    """Make any densification of a sparse array (what the fallback does) fail the test."""
-    def refuse(self):
-        raise AssertionError(f"a {self.stype} operand was densified")
-    for cls in (CSRNDArray, RowSparseNDArray):
-        monkeypatch.setattr(cls, "asnumpy", refuse)
-
-
-def _dense(x):
-    """``x``'s values as numpy without ``asnumpy`` (which ``no_densify`` forbids)."""
-    out = np.zeros(x.shape, x.dtype)
-    x._scatter_into(out)
-    return out
 
 
 @pytest.fixture
@@ -45,7 +28,7 @@ def training():
 def test_fully_connected(stype, density, dtype, no_densify):
     x = rand_ndarray((5, 7), stype, density, dtype)
     w, b = rand_ndarray((3, 7), dtype=dtype), rand_ndarray((3,), dtype=dtype)
-    want = _dense(x) @ w._np.T + b._np
+    want = dense_values(x) @ w._np.T + b._np
     y = nd.FullyConnected(x, w, b, num_hidden=3)
     assert y.stype == "default" and y.dtype == np.dtype(dtype)
     assert_almost_equal(y, want)
@@ -119,7 +102,7 @@ def test_embedding(wstype, density, dtype, id_dtype, no_densify):
     ids = np.array([[0, 5, 2], [2, 2, 4]], dtype=id_dtype)
     y = nd.Embedding(nd.array(ids, dtype=id_dtype), w, input_dim=6, output_dim=3)
     assert y.stype == "default" and y.dtype == np.dtype(dtype) and y.shape == (2, 3, 3)
-    assert_almost_equal(y, _dense(w)[ids.astype(int)])
+    assert_almost_equal(y, dense_values(w)[ids.astype(int)])
 
 
 def test_embedding_empty_ids():
@@ -169,7 +152,7 @@ def test_activation(act_type, stype, density, dtype, no_densify):
     assert y.dtype == np.dtype(dtype)
     if y.stype != "default":
         y.check_format()
-    assert_almost_equal(_dense(y), _oracle(act_type, _dense(x)).astype(dtype))
+    assert_almost_equal(dense_values(y), _oracle(act_type, dense_values(x)).astype(dtype))
 
 
 def test_activation_stable_for_large_inputs():

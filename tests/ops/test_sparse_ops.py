@@ -5,27 +5,10 @@ import pytest
 import nets
 from nets import nd
 from nets.base import NetsError, ShapeError
-from nets.ndarray.csr import CSRNDArray
-from nets.ndarray.row_sparse import RowSparseNDArray
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
+from tests.ops.conftest import dense_values
 
 DTYPES = ("float32", "float64")
-
-
-@pytest.fixture
-def no_densify(monkeypatch):
-    """Make any densification of a sparse array (what the fallback does) fail the test."""
-    def refuse(self):
-        raise AssertionError(f"a {self.stype} operand was densified")
-    for cls in (CSRNDArray, RowSparseNDArray):
-        monkeypatch.setattr(cls, "asnumpy", refuse)
-
-
-def _dense(x):
-    """``x``'s values as numpy without ``asnumpy`` (which ``no_densify`` forbids)."""
-    out = np.zeros(x.shape, x.dtype)
-    x._scatter_into(out)
-    return out
 
 
 # -- retain ------------------------------------------------------------------------------------
@@ -37,11 +20,11 @@ def _dense(x):
 def test_retain(stype, density, dtype, ids, no_densify):
     x = rand_ndarray((8, 2, 3), stype, density, dtype)
     want = np.zeros(x.shape, dtype)
-    want[ids] = _dense(x)[ids]
+    want[ids] = dense_values(x)[ids]
     y = nd.sparse.retain(x, nd.array(ids, dtype="float32"))
     assert y.stype == "row_sparse" and y.dtype == np.dtype(dtype)
     y.check_format(full_check=True)
-    assert_almost_equal(_dense(y), want)
+    assert_almost_equal(dense_values(y), want)
     if stype == "row_sparse":
         assert set(y._indices) == set(x._indices) & set(ids)  # only rows x stores
 
@@ -92,7 +75,7 @@ def test_add_n(stypes, out_stype, density, dtype, no_densify):
     assert y.stype == out_stype and y.dtype == np.dtype(dtype)
     if out_stype != "default":
         y.check_format(full_check=True)  # canonical: duplicates summed, indices sorted
-    assert_almost_equal(_dense(y), sum(_dense(x) for x in xs))
+    assert_almost_equal(dense_values(y), sum(dense_values(x) for x in xs))
 
 
 def test_add_n_duplicate_rows_summed_and_dtype_promoted():
@@ -144,7 +127,7 @@ def test_zeros_like_ones_like(stype, dtype, no_densify):
     x = rand_ndarray((3, 4), stype, 0.5, dtype)
     z, o = nd.zeros_like(x), x.ones_like()
     assert z.stype == stype and z.dtype == np.dtype(dtype) and z.shape == x.shape
-    assert not _dense(z).any()
+    assert not dense_values(z).any()
     if stype != "default":
         assert z._data.size == 0  # nothing stored
     assert o.stype == "default" and o.dtype == np.dtype(dtype)
