@@ -27,6 +27,24 @@ class TutorialFullyConnectedSparse(L.HybridBlock):
         return F.sparse.dot(x, weight) + bias
 
 
+class TutorialFullyConnected(L.HybridBlock):
+    """The MXNet Gluon sparse tutorial's dense block, verbatim apart from the names."""
+
+    def __init__(self, in_units, units):
+        super().__init__()
+        with self.name_scope():
+            self._units = units
+            self.weight = self.params.get("weight", shape=(units, in_units), init=None,
+                                          allow_deferred_init=True, dtype="float32",
+                                          stype="default", grad_stype="default")
+            self.bias = self.params.get("bias", shape=(units), init="zeros",
+                                        allow_deferred_init=True, dtype="float32",
+                                        stype="default", grad_stype="default")
+
+    def hybrid_forward(self, F, x, weight, bias):
+        return F.FullyConnected(x, weight, bias, num_hidden=self._units)
+
+
 class AttrStyle(L.Block):
     def __init__(self):
         super().__init__()
@@ -70,6 +88,30 @@ def test_tutorial_block_on_csr_input():
     out = net(x)
     ref = x.asnumpy() @ net.weight.data().asnumpy() + net.bias.data().asnumpy()
     np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_tutorial_network_trains_with_both_blocks():
+    """The tutorial's Sequential of FullyConnectedSparse (row_sparse grad) + FullyConnected
+    blocks, SGD Trainer and sigmoid BCE loss: one step lowers the loss on its batch."""
+    net = L.Sequential()
+    net.add(TutorialFullyConnectedSparse(50, 8, weight_grad_stype="row_sparse"),
+            L.Activation("sigmoid"), TutorialFullyConnected(8, 1), L.Activation("sigmoid"))
+    net.initialize()
+    trainer = nets.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0})
+    loss_fn = nets.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=True)
+    x = nets.test_utils.rand_ndarray((10, 50), "csr", density=0.2)
+    y = nd.array((np.arange(10) % 2).astype(np.float32))
+    losses = []
+    for _ in range(2):
+        with nets.autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        assert net[0].weight.grad().stype == "row_sparse"
+        trainer.step(10)
+        losses.append(float(loss.mean().asscalar()))
+    assert losses[1] < losses[0]
+    assert [b.name.rstrip("0123456789") for b in (net[0], net[2])] == [
+        "tutorialfullyconnectedsparse", "tutorialfullyconnected"]
 
 
 def test_deferred_shape_inference_on_first_forward():
