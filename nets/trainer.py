@@ -10,8 +10,7 @@ from . import optim
 from .base import NetsError
 from .layers.parameter import Parameter, ParameterDict
 from .ndarray.creation import zeros_sparse
-from .ndarray.dense import NDArray
-from .serialization import load_arrays, save_arrays
+from .optim.states import load_states, save_states
 
 __all__ = ["Trainer"]
 
@@ -108,58 +107,8 @@ class Trainer:
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):
         """Save optimizer states (sparse ones stay sparse) and update counters."""
-        arrays, layout = {}, {}
-        for i, (p, state) in enumerate(zip(self._params, self._states)):
-            flat = []
-            layout[p.name] = _structure(state, flat)
-            arrays.update({f"{i}/{k}": a for k, a in enumerate(flat)})
-        counters, stamps = self._optimizer.counters()
-        arrays.update({f"stamps/{k}": NDArray(v) for k, v in stamps.items()})
-        config = {"kind": "trainer_states", "optimizer": type(self._optimizer).__name__,
-                  "params": [p.name for p in self._params], "layout": layout,
-                  "counters": counters}
-        save_arrays(fname, arrays, config)
+        save_states(fname, self._optimizer, [p.name for p in self._params], self._states)
 
     def load_states(self, fname):
         """Load states saved by ``save_states`` for the same parameters and optimizer."""
-        arrays, config = load_arrays(fname)
-        if config.get("kind") != "trainer_states":
-            raise NetsError(f"{fname}: not a trainer-states file")
-        names = [p.name for p in self._params]
-        if config.get("params") != names:
-            raise NetsError(f"{fname}: saved for parameters {config.get('params')}, this Trainer "
-                            f"has {names}")
-        if config.get("optimizer") != type(self._optimizer).__name__:
-            raise NetsError(f"{fname}: saved for optimizer {config.get('optimizer')}, this "
-                            f"Trainer uses {type(self._optimizer).__name__}")
-        try:
-            for i, p in enumerate(self._params):
-                count = sum(k.startswith(f"{i}/") for k in arrays)
-                flat = iter([arrays[f"{i}/{k}"] for k in range(count)])
-                self._states[i] = _rebuild(config["layout"][p.name], flat)
-        except (KeyError, StopIteration, TypeError) as e:
-            raise NetsError(f"{fname}: optimizer states do not match their layout "
-                            f"({e!r})") from None
-        stamps = {k[len("stamps/"):]: a.asnumpy() for k, a in arrays.items()
-                  if k.startswith("stamps/")}
-        self._optimizer.load_counters(config["counters"], stamps)
-
-
-def _structure(state, flat):
-    """A JSON-able description of ``state`` (None, an array, or nested tuples of those),
-    appending its arrays to ``flat`` in order."""
-    if state is None:
-        return None
-    if isinstance(state, NDArray):
-        flat.append(state)
-        return "array"
-    return [_structure(s, flat) for s in state]
-
-
-def _rebuild(layout, flat):
-    """Inverse of ``_structure``: the state from its description and an iterator of arrays."""
-    if layout is None:
-        return None
-    if layout == "array":
-        return next(flat)
-    return tuple(_rebuild(sub, flat) for sub in layout)
+        self._states = load_states(fname, self._optimizer, [p.name for p in self._params])

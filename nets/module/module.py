@@ -16,6 +16,7 @@ import numpy as np
 from .. import init as init_mod
 from .. import optim
 from ..base import NetsError, current_context
+from ..optim.states import load_states, save_states
 from ..serialization import load_arrays, save_arrays
 from ..symbol import Symbol
 from ..symbol import load as load_symbol
@@ -29,6 +30,10 @@ _LABELS = ("softmax_label",)
 
 def _params_file(prefix, epoch):
     return f"{prefix}-{int(epoch):04d}.params.npz"
+
+
+def _states_file(prefix, epoch):
+    return f"{prefix}-{epoch:04d}.states.npz"
 
 
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params=None):
@@ -108,6 +113,7 @@ class Module(BaseModule):
         self._fixed = set(fixed_param_names or ())
         self._exec = self._optimizer = self._preload = None
         self._states = {}
+        self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
 
     # -- descriptions -------------------------------------------------------------------
@@ -235,6 +241,21 @@ class Module(BaseModule):
                             f"nets.optim.Optimizer, got {type(optimizer).__name__}")
         self._optimizer, self._states = optimizer, {}
         self.optimizer_initialized = True
+        if self._preload_states is not None:
+            self.load_optimizer_states(self._preload_states)
+            self._preload_states = None
+
+    def save_optimizer_states(self, fname):
+        """Save the optimizer's states and counters (sparse states stay sparse)."""
+        self._need("optimizer_initialized", "save_optimizer_states()")
+        save_states(fname, self._optimizer, self._param_names,
+                    [self._states.get(i) for i in range(len(self._param_names))])
+
+    def load_optimizer_states(self, fname):
+        """Load states written by ``save_optimizer_states`` (same parameters, optimizer)."""
+        self._need("optimizer_initialized", "load_optimizer_states()")
+        states = load_states(fname, self._optimizer, self._param_names)
+        self._states = {i: st for i, st in enumerate(states) if st is not None}
 
     # -- per batch ---------------------------------------------------------------------------
     def forward(self, data_batch, is_train=None):
@@ -297,20 +318,20 @@ class Module(BaseModule):
 
     # -- checkpoints --------------------------------------------------------------------------
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False):
-        """``save_checkpoint(prefix, epoch, symbol, *get_params())`` (optimizer states are
-        not saved by nets' Module: use a ``Trainer`` for resumable optimizer states)."""
-        if save_optimizer_states:
-            raise NetsError("save_checkpoint: saving optimizer states is not supported by "
-                            "nets' Module")
+        """``save_checkpoint(prefix, epoch, symbol, *get_params())``; with
+        ``save_optimizer_states`` also ``<prefix>-<epoch:04d>.states.npz``."""
         save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
+        if save_optimizer_states:
+            self.save_optimizer_states(_states_file(prefix, epoch))
 
     @staticmethod
     def load(prefix, epoch, load_optimizer_states=False, **kwargs):
-        """A Module of the checkpoint's symbol whose parameters are set at ``bind``
+        """A Module of the checkpoint's symbol whose parameters are set at ``bind`` and, with
+        ``load_optimizer_states``, whose optimizer states are restored by ``init_optimizer``
         (``kwargs`` go to ``Module``)."""
-        if load_optimizer_states:
-            raise NetsError("Module.load: optimizer states are not saved by nets' Module")
         symbol, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol, **kwargs)
         mod._preload = (args, auxs)
+        if load_optimizer_states:
+            mod._preload_states = _states_file(prefix, epoch)
         return mod

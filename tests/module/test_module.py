@@ -167,3 +167,47 @@ def test_variable_init_lr_mult_and_row_sparse_initial_values():
     mod.forward_backward(nets.data.DataBatch([rand_ndarray((3, 5), "csr", 0.5)], None))
     mod.update()
     assert np.all(mod.get_params()[0]["w"].asnumpy() == 1)  # lr_mult 0 freezes it
+
+
+def test_checkpoint_with_optimizer_states_resumes_exactly(tmp_path):
+    """Module.save_checkpoint(save_optimizer_states=True) + Module.load(..., True): training
+    continues exactly as if uninterrupted (momentum restored)."""
+    data = nd.array(np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32))
+    label = nd.array(np.arange(8, dtype=np.float32))
+    x, y = nets.sym.Variable("data"), nets.sym.Variable("lin_label")
+    net = nets.sym.LinearRegressionOutput(
+        nets.sym.FullyConnected(x, num_hidden=1, name="fc"), y, name="lin")
+    it = nets.data.NDArrayIter(data, label, batch_size=4, label_name="lin_label")
+
+    def build():
+        m = nets.mod.Module(net, data_names=["data"], label_names=["lin_label"])
+        m.bind(it.provide_data, it.provide_label)
+        return m
+
+    def train(m, batches):
+        for b in batches:
+            m.forward(b, is_train=True)
+            m.backward()
+            m.update()
+
+    it.reset()
+    batches = list(it)
+    ref = build()
+    ref.init_params(nets.init.Constant(0.1))
+    ref.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    train(ref, batches + batches)
+
+    a = build()
+    a.init_params(nets.init.Constant(0.1))
+    a.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    train(a, batches)
+    prefix = str(tmp_path / "ck")
+    a.save_checkpoint(prefix, 1, save_optimizer_states=True)
+    b = nets.mod.Module.load(prefix, 1, load_optimizer_states=True, data_names=["data"],
+                             label_names=["lin_label"])
+    b.bind(it.provide_data, it.provide_label)  # sets the checkpoint's parameters
+    b.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    train(b, batches)
+    for name, value in ref.get_params()[0].items():
+        np.testing.assert_allclose(b.get_params()[0][name].asnumpy(), value.asnumpy(),
+                                   rtol=1e-6, atol=1e-7)
