@@ -1,0 +1,446 @@
+"""LibSVM text files: ``load_libsvm``/``save_libsvm``, and the block reader ``LibSVMIter``
+streams with.
+
+A file is read in blocks of whole lines; each block is parsed by a numba kernel over its raw
+bytes (nets.kernels.libsvm documents the grammar), in parallel over line-aligned ranges.
+Bad input is never skipped: the kernel reports an error code and a byte offset, turned here
+into a ``NetsError`` naming the file, the line number and the offending token.
+"""
+import os
+
+import numpy as np
+
+from .. import kernels
+from ..base import INDEX_DTYPE, DTypeError, NetsError, as_dtype
+from ..ndarray.creation import array, csr_matrix
+from ..ndarray.csr import CSRNDArray
+from ..ndarray.dense import NDArray
+
+__all__ = ["load_libsvm", "save_libsvm"]
+
+LOAD_BLOCK = 256 << 20  # load_libsvm reads and parses the file in blocks of this many bytes
+PARALLEL_BYTES = 1 << 20  # blocks smaller than this are parsed by one thread
+_NO_LIMIT = 2 ** 62
+
+
+class _Spec:
+    """How to parse: kernel parameters derived from the user's arguments."""
+
+    def __init__(self, n_features, zero_based, dtype, multilabel=False, n_labels=None):
+        self.dtype = as_dtype(dtype)
+        if self.dtype.kind != "f":
+            raise DTypeError(f"dtype={dtype!r}: LibSVM values are read as floats "
+                             f"(float16, float32 or float64)")
+        if zero_based not in (True, False, "auto"):
+            raise NetsError(f"zero_based={zero_based!r}: expected True, False or 'auto'")
+        if n_features is not None and (not isinstance(n_features, (int, np.integer))
+                                       or n_features < 0):
+            raise NetsError(f"n_features={n_features!r}: expected a non-negative int or None")
+        self.n_features, self.zero_based, self.multilabel = n_features, zero_based, multilabel
+        self.f32 = self.dtype == np.float32
+        n = _NO_LIMIT if n_features is None else int(n_features)
+        # the largest index as written; 'auto' reads n as a candidate, an error if the file
+        # turns out zero-based (the kernel remembers where the first one is: `pend`)
+        self.limit = n - 1 if zero_based is True else n
+        self.pend = n if zero_based == "auto" and n_features is not None else -1
+        self.shift = 1 if zero_based is False else 0
+        self.lab_limit = _NO_LIMIT if n_labels is None else n_labels - 1
+
+
+class _Block:
+    """The rows parsed from one byte range of a file, in kernel form (indices as written
+    minus the spec's shift; float64 labels; qid -1 where absent)."""
+
+    def __init__(self, labels, qids, lab_ptr, lab_ids, indptr, indices, data, saw_zero,
+                 pend_pos):
+        self.labels, self.qids, self.lab_ptr, self.lab_ids = labels, qids, lab_ptr, lab_ids
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.saw_zero, self.pend_pos = saw_zero, pend_pos
+
+    @property
+    def rows(self):
+        return len(self.indptr) - 1
+
+
+_MESSAGES = {
+    "BAD_LABEL": "malformed label (a line starts with a number)",
+    "BAD_FEATURE": "malformed feature (expected index:value)",
+    "BAD_INDEX": "malformed feature index (expected a non-negative integer of at most 18 "
+                 "digits)",
+    "BAD_VALUE": "malformed feature value (expected a number)",
+    "ORDER": "feature index does not increase along the line (a duplicate or out-of-order "
+             "index)",
+    "ZERO_INDEX": "feature index 0 in a file read as one-based (zero_based=False)",
+    "QID": "malformed qid (it must come right after the label, as qid:<non-negative integer>)",
+    "MULTI": "several comma-separated labels (pass multilabel=True)",
+    "DUP_LABEL": "duplicate label in a multi-label list",
+}
+
+
+def _message(code, spec):
+    k = kernels.libsvm
+    if code == k.RANGE:
+        base = {True: "zero-based", False: "one-based", "auto": "zero-based: it has index 0"}
+        return (f"feature index out of range for n_features={spec.n_features} "
+                f"(the file is read as {base[spec.zero_based]})")
+    if code == k.LABEL_RANGE:
+        return f"label out of range for {spec.lab_limit + 1} labels"
+    if code == k.BAD_LABEL and spec.multilabel:
+        return "malformed label list (expected comma-separated non-negative integers)"
+    return next(text for name, text in _MESSAGES.items() if getattr(k, name) == code)
+
+
+def _error(path, pos, code, spec):
+    """The ``NetsError`` for the kernel's error ``code`` at byte ``pos`` of the file."""
+    line, count = 1, 0
+    with open(path, "rb") as f:
+        while count < pos:
+            piece = f.read(min(16 << 20, pos - count))
+            if not piece:
+                break
+            line += piece.count(b"\n")
+            count += len(piece)
+        token = f.read(256)
+    end = next((k for k, c in enumerate(token) if c in b" \t\r\n#"), len(token))
+    token = token[:end].decode("utf-8", "replace")
+    return NetsError(f"{path}, line {line}: {_message(code, spec)}: {token!r}")
+
+
+def _parse(buf, spec, path, offset):
+    """Parse the whole lines in ``buf`` (uint8; the file's bytes from ``offset``) -> _Block."""
+    k = kernels.libsvm
+    if buf.ctypes.data % 8:  # count_range reads 8-byte words (numpy's buffers are aligned)
+        buf = buf.copy()
+    parts = 1
+    if len(buf) >= PARALLEL_BYTES:
+        import numba
+        parts = numba.get_num_threads()
+    bounds = k.line_bounds(buf, parts)
+    # one range: the serial kernels (a parallel launch costs more than a small block)
+    counts = (np.array([k.count_range(buf, 0, len(buf))]) if parts == 1
+              else k.count_ranges(buf, bounds))
+    rows_cap = counts[:, 0] + 1
+    row_base = np.concatenate(([0], np.cumsum(rows_cap)))
+    nnz_base = np.concatenate(([0], np.cumsum(counts[:, 1])))
+    lab_base = np.concatenate(([0], np.cumsum(counts[:, 2] + rows_cap) if spec.multilabel
+                                    else np.zeros(parts, np.int64)))
+    n_rows = row_base[-1]
+    labels = np.empty(0 if spec.multilabel else n_rows)
+    qids = np.empty(n_rows, INDEX_DTYPE)
+    lab_ptr = np.empty(n_rows + parts if spec.multilabel else 0, INDEX_DTYPE)
+    lab_ids = np.empty(lab_base[-1], INDEX_DTYPE)
+    indptr = np.empty(n_rows + parts, INDEX_DTYPE)
+    indices = np.empty(nnz_base[-1], INDEX_DTYPE)
+    data = np.empty(nnz_base[-1], np.float32 if spec.f32 else np.float64)
+    args = (spec.multilabel, spec.f32, spec.limit, spec.pend, spec.shift, spec.lab_limit)
+    cap = 256  # slow tokens stored per range; rare (see kernels.libsvm): re-run if exceeded
+    while True:
+        slow_at = np.empty(cap * parts, INDEX_DTYPE)
+        slow_pos = np.empty((cap * parts, 2), INDEX_DTYPE)
+        outs = (labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos)
+        stats = (np.array([k.parse_range(buf, 0, len(buf), *args, *outs)]) if parts == 1 else
+                 k.parse_ranges(buf, bounds, *args, row_base, nnz_base, lab_base, *outs))
+        failed = np.flatnonzero(stats[:, 4])
+        if failed.size:  # the first error in file order
+            raise _error(path, offset + stats[failed[0], 5], stats[failed[0], 4], spec)
+        if stats[:, 3].max() <= cap:
+            break
+        cap = int(stats[:, 3].max())
+    rows, nnz, nlab = stats[:, 0], stats[:, 1], stats[:, 2]
+    with np.errstate(over="ignore"):  # float32(1e39) is inf, as the file asks
+        for c in range(parts):  # tokens the kernel left to Python's float()
+            for at, (s, e) in zip(slow_at[c * cap:c * cap + stats[c, 3]],
+                                  slow_pos[c * cap:c * cap + stats[c, 3]]):
+                value = float(bytes(buf[s:e]))
+                if at >= 0:
+                    data[nnz_base[c] + at] = value
+                else:
+                    labels[row_base[c] - at - 1] = value
+
+    def join(arr, base, n):
+        if np.array_equal(base[:-2] + n[:-1], base[1:-1]):  # no gaps: a view, no copy (the
+            return arr[:n.sum()]  # ':' counts are exact unless a comment or qid holds one)
+        return np.concatenate([arr[base[c]:base[c] + n[c]] for c in range(parts)])
+
+    def join_ptr(ptr, n_items):
+        offsets = np.cumsum(n_items) - n_items
+        pieces = [ptr[row_base[c] + c + 1:row_base[c] + c + 1 + rows[c]] + offsets[c]
+                  for c in range(parts)]
+        return np.concatenate([np.zeros(1, INDEX_DTYPE)] + pieces)
+
+    pend = stats[:, 6][stats[:, 6] >= 0]
+    return _Block(labels=None if spec.multilabel else join(labels, row_base, rows),
+                  qids=join(qids, row_base, rows),
+                  lab_ptr=join_ptr(lab_ptr, nlab) if spec.multilabel else None,
+                  lab_ids=join(lab_ids, lab_base, nlab) if spec.multilabel else None,
+                  indptr=join_ptr(indptr, nnz), indices=join(indices, nnz_base, nnz),
+                  data=join(data, nnz_base, nnz), saw_zero=bool(stats[:, 7].any()),
+                  pend_pos=offset + pend.min() if pend.size else -1)
+
+
+# -- byte ranges of whole lines -------------------------------------------------------------
+
+def _line_start(f, pos, size):
+    """The first line start at or after byte ``pos`` of the open file ``f``."""
+    if pos <= 0:
+        return 0
+    f.seek(pos - 1)
+    at = pos - 1
+    while at < size:
+        piece = f.read(1 << 16)
+        k = piece.find(b"\n")
+        if k >= 0:
+            return at + k + 1
+        at += len(piece)
+    return size
+
+
+def line_ranges(f, size, num_parts, part_index, block):
+    """Byte ranges ``[(lo, hi), ...]`` of whole lines covering part ``part_index`` of the file,
+    each about ``block`` bytes (a longer line makes its range longer).
+
+    Part p holds the lines that start in ``[p * size // num_parts, (p + 1) * size //
+    num_parts)``: the parts partition the file's lines, as MXNet's InputSplit does.
+    """
+    lo = _line_start(f, part_index * size // num_parts, size)
+    hi = _line_start(f, (part_index + 1) * size // num_parts, size)
+    starts = [lo] + [_line_start(f, b, size) for b in range(lo + block, hi, block)] + [hi]
+    starts = [min(s, hi) for s in starts]
+    return [(a, b) for a, b in zip(starts[:-1], starts[1:]) if b > a]
+
+
+def read_blocks(path, spec, ranges, order=None):
+    """Parse the byte ``ranges`` of ``path`` (in ``order``, a permutation, if given):
+    yields ``(lo, hi, _Block)``."""
+    with open(path, "rb") as f:
+        for k in range(len(ranges)) if order is None else order:
+            lo, hi = ranges[k]
+            buf = np.empty(hi - lo, np.uint8)
+            f.seek(lo)
+            if f.readinto(buf) != hi - lo:
+                raise NetsError(f"{path}: the file changed while being read")
+            yield lo, hi, _parse(buf, spec, path, lo)
+
+
+def block_arrays(block, spec, n_features, n_labels=None):
+    """``(X, y)`` of a block: CSR data ``(rows, n_features)``; labels as a float ``NDArray``,
+    or a multi-hot CSR ``(rows, n_labels)`` for multi-label files."""
+    with np.errstate(over="ignore"):  # a value beyond float16's range is inf, as in numpy
+        X = CSRNDArray(block.data.astype(spec.dtype, copy=False), block.indices, block.indptr,
+                       (block.rows, n_features))
+        if not spec.multilabel:
+            return X, NDArray(block.labels.astype(spec.dtype))
+    return X, CSRNDArray(np.ones(len(block.lab_ids), spec.dtype), block.lab_ids,
+                         block.lab_ptr, (block.rows, n_labels))
+
+
+def _path(path, name="path"):
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise NetsError(f"{name}={path!r} is not a file path") from None
+
+
+# -- load / save ----------------------------------------------------------------------------
+
+def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multilabel=False,
+                query_id=False, cache=False, progress=False):
+    """Read a LibSVM/svmlight file: ``(X, y)``, or ``(X, y, qid)`` with ``query_id``.
+
+    ``X`` is a ``CSRNDArray`` ``(n_samples, n_features)`` of ``dtype`` (``n_features``
+    defaults to the largest index + 1); ``y`` holds the labels as an ``NDArray`` of ``dtype``
+    or, with ``multilabel``, a multi-hot CSR ``(n_samples, largest label + 1)`` built from
+    lines like ``1,3 5:1.0`` (the label ids are column numbers). ``qid`` is an int64
+    ``NDArray``, -1 for lines without ``qid:``. ``zero_based``: True, False, or ``'auto'``
+    (scikit-learn's rule: one-based unless some index is 0). Values equal Python's
+    ``float(token)`` cast to ``dtype``; explicit zeros are kept.
+
+    Malformed input (a bad token, an index that does not increase along a line, an index
+    ``>= n_features``) raises ``NetsError`` naming the file, the line and the token.
+    ``cache=True`` stores the result in ``path + '.nets.npz'`` (nets' pickle-free format) and
+    reuses it while the file's size and modification time are unchanged. ``progress=True``
+    shows a tqdm bar. Parsing runs in parallel over numba's threads.
+    """
+    path = _path(path)
+    spec = _Spec(n_features, zero_based, dtype, multilabel)
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise NetsError(f"{path}: cannot read ({e.strerror})") from None
+    key = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "n_features": n_features,
+           "zero_based": zero_based, "dtype": spec.dtype.name, "multilabel": bool(multilabel)}
+    cache_path = path + ".nets.npz"
+    if cache:
+        hit = _read_cache(cache_path, key)
+        if hit is not None:
+            return hit if query_id else hit[:2]
+    with open(path, "rb") as f:
+        ranges = line_ranges(f, stat.st_size, 1, 0, LOAD_BLOCK)
+    blocks = []
+    with _Progress(progress, stat.st_size, os.path.basename(path)) as bar:
+        for lo, hi, block in read_blocks(path, spec, ranges):
+            blocks.append(block)
+            bar.update(hi - lo)
+    X, y, qid = _assemble(blocks, spec, path)
+    if cache:
+        _write_cache(cache_path, key, X, y, qid)
+    return (X, y, qid) if query_id else (X, y)
+
+
+def _assemble(blocks, spec, path):
+    """Join the blocks of a whole file; settles 'auto' zero-basing and n_features."""
+    def cat(name):
+        parts = [getattr(b, name) for b in blocks]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0)])
+
+    def cat_ptr(name, items):
+        offsets = np.cumsum([0] + [len(getattr(b, items)) for b in blocks])
+        return np.concatenate([np.zeros(1, INDEX_DTYPE)] + [getattr(b, name)[1:] + o for b, o
+                                                             in zip(blocks, offsets)])
+
+    indices = cat("indices").astype(INDEX_DTYPE, copy=False)
+    if spec.zero_based == "auto":
+        if any(b.saw_zero for b in blocks):
+            pend = [b.pend_pos for b in blocks if b.pend_pos >= 0]
+            if pend:
+                raise _error(path, min(pend), kernels.libsvm.RANGE, spec)
+        elif indices.size:
+            indices -= 1
+    n_features = spec.n_features
+    if n_features is None:
+        n_features = int(indices.max()) + 1 if indices.size else 0
+    block = _Block(labels=None if spec.multilabel else cat("labels"),
+                   qids=cat("qids").astype(INDEX_DTYPE, copy=False),
+                   lab_ptr=cat_ptr("lab_ptr", "lab_ids") if spec.multilabel else None,
+                   lab_ids=cat("lab_ids").astype(INDEX_DTYPE, copy=False)
+                   if spec.multilabel else None,
+                   indptr=cat_ptr("indptr", "indices"), indices=indices,
+                   data=cat("data"), saw_zero=False, pend_pos=-1)
+    n_labels = int(block.lab_ids.max()) + 1 if spec.multilabel and block.lab_ids.size else 0
+    X, y = block_arrays(block, spec, n_features, n_labels)
+    return X, y, NDArray(block.qids)
+
+
+def _read_cache(cache_path, key):
+    from ..serialization import load_arrays
+    try:
+        arrays, config = load_arrays(cache_path)
+        if config.get("source") == key:
+            return arrays["X"], arrays["y"], arrays["qid"]
+    except (NetsError, KeyError):
+        pass  # a missing, stale or damaged cache is rebuilt
+    return None
+
+
+def _write_cache(cache_path, key, X, y, qid):
+    import warnings
+
+    from ..serialization import save_arrays
+    try:
+        save_arrays(cache_path, {"X": X, "y": y, "qid": qid}, config={"source": key})
+    except OSError as e:
+        warnings.warn(f"load_libsvm: cannot write the cache {cache_path} ({e})", stacklevel=3)
+
+
+class _Progress:
+    """A tqdm bar over bytes when ``on``, else a no-op with the same ``update``."""
+
+    def __init__(self, on, total, desc):
+        self.bar = None
+        if on:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, unit="B", unit_scale=True, desc=desc)
+
+    def update(self, n):
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+
+SAVE_BLOCK = 1 << 20  # save_libsvm formats about this many values at a time
+
+
+def save_libsvm(path, X, y, zero_based=True, query_id=None):
+    """Write ``X`` (CSR, or anything ``nd.sparse.csr_matrix`` accepts) and labels ``y`` as a
+    LibSVM file that ``load_libsvm`` reads back to identical arrays.
+
+    ``y`` is one label per row (1-D), or a CSR ``(n_samples, n_labels)`` whose stored
+    columns per row are written as a multi-label list ``1,3``. ``query_id`` (one integer
+    per row, -1 for none) adds ``qid:`` tokens. Indices are written from 0, or from 1 with
+    ``zero_based=False``. Each value is written as the shortest decimal that reads back
+    exactly (``0.1``, not ``0.100000001``).
+    """
+    path = _path(path)
+    if not isinstance(X, CSRNDArray):
+        X = csr_matrix(X)
+    if X.dtype.kind != "f":
+        X = X.astype(np.float64)
+    multilabel = isinstance(y, CSRNDArray)
+    if not multilabel:
+        y = (y if isinstance(y, NDArray) else array(np.asarray(y))).asnumpy()
+        if y.dtype.kind != "f":
+            y = y.astype(np.float64)
+        if y.ndim != 1:
+            raise NetsError(f"y must be 1-D (one label per row) or a CSR array of label ids, "
+                            f"got shape {y.shape}")
+    n = X.shape[0]
+    if y.shape[0] != n:
+        raise NetsError(f"y has {y.shape[0]} rows, X has {n}")
+    qids = np.zeros(0, INDEX_DTYPE)
+    if query_id is not None:
+        qids = np.asarray(query_id.asnumpy() if isinstance(query_id, NDArray) else query_id)
+        if qids.shape != (n,) or qids.dtype.kind not in "iu" or qids.size and (
+                qids.max() >= 10 ** 18 or qids.min() < -1):
+            raise NetsError(f"query_id must hold {n} integers in [-1, 10**18), got "
+                            f"{qids.dtype} of shape {qids.shape}")
+        qids = qids.astype(INDEX_DTYPE)
+    if multilabel:
+        empty = np.flatnonzero((np.diff(y._indptr) == 0) & (np.diff(X._indptr) == 0)
+                               & (qids < 0 if qids.size else True))
+        if empty.size:
+            raise NetsError(f"row {empty[0]} has no label, qid or feature: a LibSVM line "
+                            f"cannot be empty (it would be skipped as a blank line)")
+    k = kernels.libsvm
+    with open(path, "wb") as f:
+        step = max(1, SAVE_BLOCK // max(1, X.nnz // max(n, 1)))  # rows per block
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            Xb = X[a:b]
+            vm, ve, vs = _decimals(Xb._data)
+            ptr = Xb._indptr
+            if multilabel:
+                yb = y[a:b]
+                lm = le = ls = np.zeros(0, INDEX_DTYPE)
+                lab_ptr, lab_ids = yb._indptr, yb._indices
+                width = 21 * len(lab_ids)
+            else:
+                lm, le, ls = _decimals(y[a:b])
+                lab_ptr = lab_ids = np.zeros(0, INDEX_DTYPE)
+                width = 0
+            out = np.empty(64 * (Xb.nnz + (b - a)) + width, np.uint8)
+            end = k.write_rows(out, multilabel, lm, le, ls, lab_ptr, lab_ids,
+                               qids[a:b], ptr, Xb._indices, 0 if zero_based else 1, vm, ve, vs)
+            f.write(out[:end])
+
+
+def _decimals(x):
+    """``(mant, exp10, status)`` of every value of ``x`` for ``write_rows``; values the kernel
+    cannot certify are formatted by Python's ``repr`` (float64) / numpy's (float32)."""
+    from decimal import Decimal
+    k = kernels.libsvm
+    if x.dtype not in (np.float32, np.float64):  # float16 values are float32 values
+        x = x.astype(np.float32 if x.dtype.itemsize < 4 else np.float64)
+    f32 = x.dtype == np.float32
+    mant, exp10, status = (np.empty(len(x), INDEX_DTYPE) for _ in range(3))
+    k.shortest_decimals(x, f32, mant, exp10, status)
+    for i in np.flatnonzero(status == k.UNFORMATTED):
+        sign, digits, e = Decimal(str(x[i]) if f32 else repr(float(x[i]))).as_tuple()
+        m = int("".join(map(str, digits)))
+        mant[i], exp10[i], status[i] = -m if sign else m, e, k.DECIMAL
+    return mant, exp10, status

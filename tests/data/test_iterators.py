@@ -1,0 +1,327 @@
+"""NDArrayIter and LibSVMIter: batches (dense and CSR, never densified), last-batch
+handling, shuffling, passes and reset, LibSVMIter's streaming (any chunk size gives the same
+rows; every num_parts split partitions the file's rows) and its errors."""
+import numpy as np
+import pytest
+
+import nets
+from nets import data
+from nets.base import NetsError, ShapeError, StorageTypeError
+from nets.ndarray.csr import CSRNDArray
+
+
+def rows_of(x):
+    """Dense numpy rows of a dense or CSR batch, without ``asnumpy`` on CSR."""
+    return x.asscipy().toarray() if x.stype == "csr" else x.asnumpy()
+
+
+def _write(tmp_path, text, name="data.svm"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# -- NDArrayIter ---------------------------------------------------------------------------
+
+def _arrays(n=10, stype="default"):
+    """Row i of the data holds i (so a batch's rows name their examples); label i is i."""
+    dense = np.repeat(np.arange(n, dtype=np.float32)[:, None], 3, axis=1)
+    dense[:, 1] = 0  # some zeros, so CSR rows are really sparse
+    x = nets.nd.array(dense)
+    return (x.tostype("csr") if stype == "csr" else x), np.arange(n, dtype=np.float32)
+
+
+def _ids(batch):
+    return rows_of(batch.data[0])[:, 0].astype(int).tolist()
+
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+@pytest.mark.parametrize("handle, passes", [
+    ("pad", [[[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]] * 2),
+    ("discard", [[[0, 1, 2, 3], [4, 5, 6, 7]]] * 2),
+    ("roll_over", [[[0, 1, 2, 3], [4, 5, 6, 7]], [[8, 9, 0, 1], [2, 3, 4, 5], [6, 7, 8, 9]],
+                   [[0, 1, 2, 3], [4, 5, 6, 7]]]),
+])
+def test_ndarrayiter_last_batch(stype, handle, passes):
+    x, y = _arrays(stype=stype)
+    it = data.NDArrayIter(x, y, batch_size=4, last_batch_handle=handle)
+    for k, expected in enumerate(passes):
+        if k:
+            it.reset()
+        batches = list(it)
+        assert [_ids(b) for b in batches] == expected
+        for b, ids in zip(batches, expected):
+            assert b.data[0].stype == stype and b.data[0].shape == (4, 3)
+            np.testing.assert_array_equal(b.label[0].asnumpy(), ids)
+            assert b.pad == (2 if handle == "pad" and ids == [8, 9, 0, 1] else 0)
+        assert list(it) == []  # the pass is over until reset()
+
+
+def test_ndarrayiter_csr_is_never_densified(monkeypatch):
+    x, y = _arrays(stype="csr")
+    monkeypatch.setattr(CSRNDArray, "asnumpy", lambda self: pytest.fail("densified"))
+    for shuffle in (False, True):
+        it = data.NDArrayIter(x, y, batch_size=3, shuffle=shuffle)
+        assert all(b.data[0].stype == "csr" for b in it)
+
+
+def test_ndarrayiter_shuffle():
+    x, y = _arrays(n=12, stype="csr")
+    it = data.NDArrayIter([x, x.tostype("default")], y, batch_size=4, shuffle=True)
+    orders = []
+    for _ in range(3):
+        it.reset()
+        ids = []
+        for b in it:
+            csr_ids, dense_ids = _ids(b), rows_of(b.data[1])[:, 0].astype(int).tolist()
+            assert csr_ids == dense_ids == b.label[0].asnumpy().astype(int).tolist()
+            ids += csr_ids
+        assert sorted(ids) == list(range(12))
+        orders.append(ids)
+    assert orders[0] != orders[1] or orders[1] != orders[2]
+    nets.random.seed(5)
+    first = [_ids(b) for b in data.NDArrayIter(x, y, batch_size=4, shuffle=True)]
+    nets.random.seed(5)
+    assert first == [_ids(b) for b in data.NDArrayIter(x, y, batch_size=4, shuffle=True)]
+
+
+def test_ndarrayiter_inputs_and_descriptions():
+    x, y = _arrays(n=6)
+    it = data.NDArrayIter({"a": x, "b": np.ones((6, 2, 2))}, {"lab": y}, batch_size=4)
+    assert [(d.name, d.shape) for d in it.provide_data] == [("a", (4, 3)), ("b", (4, 2, 2))]
+    assert [(d.name, d.shape) for d in it.provide_label] == [("lab", (4,))]
+    assert it.provide_data[1].dtype == np.float64
+    it = data.NDArrayIter([x, x], batch_size=2)
+    assert [d.name for d in it.provide_data] == ["_0_data", "_1_data"] and it.provide_label == []
+    it = data.NDArrayIter(x, y, batch_size=4, label_name="lbl")
+    assert it.provide_label[0].name == "lbl"
+    import scipy.sparse as sp
+    it = data.NDArrayIter(sp.random(6, 4, density=0.5, format="csr"), batch_size=3)
+    assert next(it).data[0].stype == "csr"
+
+
+def test_ndarrayiter_stepping_by_hand():
+    x, y = _arrays(n=5)
+    it = data.NDArrayIter(x, y, batch_size=2)
+    with pytest.raises(NetsError, match="call next"):
+        it.getdata()
+    assert it.iter_next()
+    assert _ids(data.DataBatch(it.getdata())) == [0, 1] and it.getpad() == 0
+    np.testing.assert_array_equal(it.getlabel()[0].asnumpy(), [0, 1])
+    assert it.getindex() is None
+    assert _ids(it.next()) == [2, 3]
+    assert [_ids(b) for b in it] == [[4, 0]]  # iterating continues the current pass
+    with pytest.raises(StopIteration):
+        it.next()
+    batch = data.DataBatch([nets.nd.ones((2, 3))], [nets.nd.ones(2)], pad=0)
+    assert repr(batch) == "DataBatch: data shapes: [(2, 3)] label shapes: [(2,)] pad: 0"
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"data": np.ones((4, 2)), "label": np.ones(3)}, ShapeError, "has 3 rows"),
+    ({"data": np.ones((4, 2)), "last_batch_handle": "keep"}, NetsError, "last_batch_handle"),
+    ({"data": np.ones((4, 2)), "batch_size": 0}, NetsError, "batch_size=0"),
+    ({"data": None}, NetsError, "needs data"),
+    ({"data": nets.nd.ones((4, 2)).tostype("row_sparse")}, StorageTypeError, "row_sparse"),
+    ({"data": 3.0}, ShapeError, "scalar"),
+])
+def test_ndarrayiter_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        data.NDArrayIter(**kwargs)
+
+
+# -- LibSVMIter ----------------------------------------------------------------------------
+
+N_FEATURES = 12
+
+
+@pytest.fixture
+def libsvm_file(tmp_path):
+    """A file of 23 rows with empty rows, comments, blank lines and CRLF endings, and the
+    rows (X, y) load_libsvm reads from it."""
+    X, y, _ = nets.test_utils.make_sparse_dataset(23, N_FEATURES, 3, seed=2)
+    X = X.asscipy().tolil()
+    X[[4, 5, 19]] = 0  # empty rows
+    X = nets.nd.array(X.tocsr())
+    path = str(tmp_path / "rows.svm")
+    data.save_libsvm(path, X, y)
+    lines = open(path).read().splitlines()
+    lines[3] += "  # a comment"
+    lines.insert(7, "# a comment line")
+    lines.insert(12, "")
+    with open(path, "w", newline="") as f:
+        f.write("\r\n".join(lines) + "\r\n")
+    X2, y2 = data.load_libsvm(path, n_features=N_FEATURES, zero_based=True)
+    np.testing.assert_array_equal(rows_of(X2), rows_of(X))
+    return path, rows_of(X), y.asnumpy()
+
+
+def _read_all(it):
+    """Every real (non-pad) row of one pass: (dense rows, labels, pads)."""
+    xs, ys, pads = [], [], []
+    for b in it:
+        x, y = b.data[0], b.label[0]
+        assert x.stype == "csr" and x.shape == (it.batch_size, N_FEATURES)
+        assert y.shape == (it.batch_size,) and y.dtype == np.float32
+        keep = it.batch_size - b.pad
+        xs.append(rows_of(x)[:keep])
+        ys.append(y.asnumpy()[:keep])
+        pads.append(b.pad)
+    if not xs:
+        return np.zeros((0, N_FEATURES)), np.zeros(0), pads
+    return np.concatenate(xs), np.concatenate(ys), pads
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 40, 1 << 20])
+@pytest.mark.parametrize("batch_size", [1, 5, 64])
+def test_libsvmiter_rows_for_any_chunk_size(libsvm_file, chunk_bytes, batch_size):
+    path, X, y = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=batch_size,
+                         round_batch=False, chunk_bytes=chunk_bytes)
+    xs, ys, pads = _read_all(it)
+    np.testing.assert_array_equal(xs, X)
+    np.testing.assert_array_equal(ys, y)
+    assert pads == [0] * (len(pads) - 1) + [-len(y) % batch_size]
+
+
+@pytest.mark.parametrize("num_parts", [2, 3, 7, 40])
+@pytest.mark.parametrize("chunk_bytes", [30, 1 << 20])
+def test_libsvmiter_parts_partition_the_rows(libsvm_file, num_parts, chunk_bytes):
+    path, X, y = libsvm_file
+    parts = [_read_all(data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,),
+                                       batch_size=4, round_batch=False, num_parts=num_parts,
+                                       part_index=p, chunk_bytes=chunk_bytes))
+             for p in range(num_parts)]
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), X)
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)
+    if num_parts < 7:
+        assert all(len(p[1]) for p in parts)  # byte ranges: every part gets rows here
+
+
+def test_libsvmiter_memory_is_bounded_by_the_chunk(tmp_path):
+    """A pass over a ~2.5 MB file in 64 KB chunks never holds much more than a chunk."""
+    import tracemalloc
+    X, y, _ = nets.test_utils.make_sparse_dataset(20_000, 1000, 10, seed=0)
+    path = str(tmp_path / "big.svm")
+    data.save_libsvm(path, X, y)
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(1000,), batch_size=256,
+                         chunk_bytes=64 << 10)
+    next(it)  # compiled and warm
+    tracemalloc.start()
+    try:
+        rows = 256 + sum(b.data[0].shape[0] - b.pad for b in it)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows == 20_000
+    parsed = X.nbytes + y.nbytes  # what loading the whole file would hold
+    assert peak < 1 << 20 < parsed, (peak, parsed)
+
+
+def test_libsvmiter_round_batch_and_reset(libsvm_file):
+    path, X, y = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=10,
+                         chunk_bytes=64)
+    first = list(it)
+    assert [b.pad for b in first] == [0, 0, 7]
+    last = first[-1]
+    np.testing.assert_array_equal(rows_of(last.data[0]), np.concatenate([X[20:], X[:7]]))
+    np.testing.assert_array_equal(last.label[0].asnumpy(), np.concatenate([y[20:], y[:7]]))
+    it.reset()
+    again = list(it)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(rows_of(a.data[0]), rows_of(b.data[0]))
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=50)
+    (only,) = list(it)  # fewer rows than a batch: the file is repeated
+    assert only.pad == 27
+    np.testing.assert_array_equal(rows_of(only.data[0]), np.concatenate([X, X, X[:4]]))
+
+
+def test_libsvmiter_without_round_batch_pads_with_empty_rows(libsvm_file):
+    path, X, y = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=10,
+                         round_batch=False)
+    last = list(it)[-1]
+    assert last.pad == 7 and last.data[0].shape == (10, N_FEATURES)
+    np.testing.assert_array_equal(rows_of(last.data[0])[3:], 0)
+    np.testing.assert_array_equal(last.label[0].asnumpy()[3:], 0)
+
+
+def test_libsvmiter_shuffle(libsvm_file):
+    path, X, y = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=4,
+                         round_batch=False, shuffle=True, chunk_bytes=100)
+    key = [tuple(r) + (v,) for r, v in zip(X, y)]
+    orders = []
+    for _ in range(2):
+        xs, ys, _ = _read_all(it)
+        got = [tuple(r) + (v,) for r, v in zip(xs, ys)]
+        assert sorted(got) == sorted(key)  # a permutation of the rows, labels attached
+        orders.append(got)
+        it.reset()
+    assert orders[0] != key or orders[1] != key
+
+
+def test_libsvmiter_label_file_and_multilabel(tmp_path):
+    data_path = _write(tmp_path, "1 0:0.5 2:1.2\n-2\n-3 0:0.6 1:2.4 2:1.2\n4 2:-1.2\n")
+    label_path = _write(tmp_path, "1\n-2 0:0.125\n-3 2:1.2\n4 1:1 2:-1.2\n", "label.t")
+    it = data.LibSVMIter(data_libsvm=data_path, data_shape=(3,), label_libsvm=label_path,
+                         label_shape=(3,), batch_size=3)
+    first, second = list(it)
+    assert first.label[0].stype == "csr" and first.label[0].shape == (3, 3)
+    np.testing.assert_array_equal(rows_of(first.label[0]),
+                                  np.float32([[0, 0, 0], [0.125, 0, 0], [0, 0, 1.2]]))
+    np.testing.assert_array_equal(rows_of(second.label[0]),
+                                  np.float32([[0, 1, -1.2], [0, 0, 0], [0.125, 0, 0]]))
+    assert second.pad == 2 and it.provide_label[0].shape == (3, 3)
+    short = _write(tmp_path, "1\n2\n", "short.t")
+    it = data.LibSVMIter(data_libsvm=data_path, data_shape=(3,), label_libsvm=short,
+                         label_shape=(3,), batch_size=3)
+    with pytest.raises(NetsError, match="different number of lines"):
+        list(it)
+    multi = _write(tmp_path, "0,2 0:1\n1\n 2:3\n", "multi.t")
+    it = data.LibSVMIter(data_libsvm=multi, data_shape=(3,), label_shape=(4,), batch_size=3)
+    (batch,) = list(it)
+    np.testing.assert_array_equal(rows_of(batch.label[0]), [[1, 0, 1, 0], [0, 1, 0, 0],
+                                                             [0, 0, 0, 0]])
+
+
+def test_libsvmiter_errors_name_file_line_and_token(tmp_path, libsvm_file):
+    path, X, y = libsvm_file
+    lines = open(path).read().splitlines()
+    lines[20] = "1 3:1 12:0.5"  # index 12 >= n_features (zero-based)
+    bad = _write(tmp_path, "\n".join(lines) + "\n", "bad.svm")
+    for chunk_bytes, num_parts in ((1 << 20, 1), (16, 1), (16, 3)):
+        with pytest.raises(NetsError, match="bad.svm, line 21: feature index out of range "
+                                            "for n_features=12 .*'12:0.5'"):
+            for part in range(num_parts):
+                list(data.LibSVMIter(data_libsvm=bad, data_shape=(N_FEATURES,), batch_size=4,
+                                     num_parts=num_parts, part_index=part,
+                                     chunk_bytes=chunk_bytes))
+    one_based = _write(tmp_path, "1 1:1 12:2\n", "one.svm")
+    (b,) = list(data.LibSVMIter(data_libsvm=one_based, data_shape=(12,), batch_size=1,
+                                zero_based=False))
+    assert b.data[0]._indices.tolist() == [0, 11]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "batch_size=None"),
+    ({"batch_size": 2, "data_shape": (3, 4)}, "1-D shape"),
+    ({"batch_size": 2, "zero_based": "auto"}, "cannot infer the base"),
+    ({"batch_size": 2, "num_parts": 2, "part_index": 2}, "part_index=2"),
+    ({"batch_size": 2, "label_libsvm": "x.t", "num_parts": 2}, "in step"),
+    ({"batch_size": 2, "data_libsvm": "missing.svm"}, "missing.svm: cannot read"),
+])
+def test_libsvmiter_argument_errors(libsvm_file, kwargs, match):
+    args = {"data_libsvm": libsvm_file[0], "data_shape": (N_FEATURES,), **kwargs}
+    with pytest.raises(NetsError, match=match):
+        data.LibSVMIter(**args)
+
+
+def test_libsvmiter_descriptions(libsvm_file):
+    it = data.LibSVMIter(data_libsvm=libsvm_file[0], data_shape=N_FEATURES, batch_size=8)
+    assert [(d.name, d.shape) for d in it.provide_data] == [("data", (8, N_FEATURES))]
+    assert [(d.name, d.shape) for d in it.provide_label] == [("softmax_label", (8,))]
+    batch = next(it)
+    assert it.getdata() is batch.data[0] and it.getlabel() is batch.label[0]
+    assert it.getpad() == 0 and it.getlabel().shape == (8,)
