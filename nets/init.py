@@ -23,20 +23,28 @@ def register(cls):
     return cls
 
 
+def _draw_dtype(values):
+    """Draw random numbers directly in float32/float64 (a float64 temporary of a 512 MB
+    float32 weight would double the peak memory of initialization)."""
+    return values.dtype if values.dtype in (np.float32, np.float64) else np.float32
+
+
 class Initializer:
     """Base class: subclasses implement ``_init_weight(name, values)`` on a numpy array."""
 
     def __call__(self, name, arr):
         """Fill ``arr`` (any storage type) in place; returns ``arr``."""
-        values = np.zeros(arr.shape, dtype=arr.dtype)
+        dense = arr.stype == "default"
+        values = arr._np if dense else np.zeros(arr.shape, dtype=arr.dtype)  # no copy if dense
         name = str(name)
         if name.endswith(("bias", "beta", "moving_mean", "running_mean")):
-            pass  # zeros
+            values[...] = 0
         elif name.endswith(("gamma", "moving_var", "running_var")):
             values[...] = 1
         else:
             self._init_weight(name, values)
-        arr[:] = values  # keeps arr's storage type
+        if not dense:
+            arr[:] = values  # keeps arr's storage type
         return arr
 
     def _init_weight(self, name, values):
@@ -82,7 +90,7 @@ class Uniform(Initializer):
         self.scale = scale
 
     def _init_weight(self, name, values):
-        values[...] = generator().uniform(-self.scale, self.scale, values.shape)
+        _uniform(values, self.scale)
 
 
 @register
@@ -93,7 +101,7 @@ class Normal(Initializer):
         self.sigma = sigma
 
     def _init_weight(self, name, values):
-        values[...] = generator().normal(0.0, self.sigma, values.shape)
+        _normal(values, self.sigma)
 
 
 @register
@@ -116,9 +124,22 @@ class Xavier(Initializer):
         fan_out, fan_in = values.shape[0] * receptive, values.shape[1] * receptive
         factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
         scale = np.sqrt(self.magnitude / factor)
-        rng = generator()
-        values[...] = (rng.uniform(-scale, scale, values.shape) if self.rnd_type == "uniform"
-                       else rng.normal(0.0, scale, values.shape))
+        (_uniform if self.rnd_type == "uniform" else _normal)(values, scale)
+
+
+def _uniform(values, scale):
+    """``values[...] = U(-scale, scale)`` drawn in ``values``' precision, in place."""
+    draw = generator().random(values.shape, dtype=_draw_dtype(values))
+    draw *= 2 * scale
+    draw -= scale
+    values[...] = draw
+
+
+def _normal(values, sigma):
+    """``values[...] = N(0, sigma**2)`` drawn in ``values``' precision, in place."""
+    draw = generator().standard_normal(values.shape, dtype=_draw_dtype(values))
+    draw *= sigma
+    values[...] = draw
 
 
 _ALIASES = {"zeros": "zero", "ones": "one"}

@@ -31,7 +31,7 @@ class Loss(HybridBlock):
         """Apply the weights, then average over every axis but the batch axis."""
         if sample_weight is not None:
             loss = F.broadcast_mul(loss, sample_weight)
-        if self._weight is not None:
+        if self._weight is not None and self._weight != 1:
             loss = loss * self._weight
         if loss.ndim == 1:
             return loss
