@@ -101,8 +101,9 @@ class Trainer:
             grad = weight.grad
             self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
-            if grad.stype == "row_sparse":
-                grad[:] = zeros_sparse("row_sparse", grad.shape, grad.context, grad.dtype)
+            if grad.stype == "row_sparse":  # empty it: no rows until the next backward
+                grad._set_parts(zeros_sparse("row_sparse", grad.shape, grad.context,
+                                             grad.dtype), copy=False)
 
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):

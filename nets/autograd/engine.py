@@ -1,4 +1,7 @@
 """Reverse-mode differentiation over the recorded graph: ``backward`` and ``grad``."""
+import sys
+from operator import attrgetter
+
 import numpy as np
 
 from ..base import NetsError, ShapeError
@@ -66,17 +69,20 @@ def _head_entries(heads, head_grads):
 
 def _graph(entries):
     """The nodes reachable from ``entries``, in creation (topological) order."""
-    seen = {}
-    stack = [e[0] for e in entries if isinstance(e, tuple)]
+    seen = set()
+    stack = [e[0] for e in entries if type(e) is tuple]
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         if node.parents is None:
             raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
-        seen[node] = None
-        stack.extend(p[0] for p in node.parents if isinstance(p, tuple))
-    return sorted(seen, key=lambda n: n.seq)
+        seen.add(node)
+        stack += [p[0] for p in node.parents if type(p) is tuple]
+    return sorted(seen, key=_SEQ)
+
+
+_SEQ = attrgetter("seq")
 
 
 def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_mode,
@@ -89,7 +95,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_
     nodes = _graph([e for e, _ in heads])
     grads, leaves = {}, {}
     for e, g in heads:
-        if not isinstance(e, tuple):
+        if type(e) is not tuple:
             if not is_target(e):
                 continue
             leaves[id(e)] = e
@@ -102,7 +108,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_
         for p in node.parents:
             if p is None:
                 continue
-            if isinstance(p, tuple):
+            if type(p) is tuple:
                 if p[0] in needed or p in target_entries:
                     needed.add(node)
             elif is_target(p):
@@ -112,17 +118,20 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_
     results = {}
     with _Scope(create_graph, train_mode):
         for node in reversed(nodes):
-            out_grads = [grads.pop((node, k), None) for k in range(len(node.outputs))]
-            out_grads = [None if g is None else _sum(g) for g in out_grads]
-            for k, g in enumerate(out_grads):
-                if (node, k) in target_entries:
-                    results[node, k] = g
+            out_grads = []
+            for k in range(len(node.outputs)):
+                g = grads.pop((node, k), None)
+                if g is not None:
+                    g = _sum(g)
+                    if target_entries and (node, k) in target_entries:
+                        results[node, k] = g
+                out_grads.append(g)
             if node not in needed or all(g is None for g in out_grads):
                 continue
             for p, g in zip(node.parents, _vjp(node, out_grads)):
                 if g is None or p is None:
                     continue
-                if isinstance(p, tuple):
+                if type(p) is tuple:
                     if p[0] in needed or p in target_entries:
                         grads.setdefault(p, []).append(g)
                 elif id(p) in leaves:
@@ -139,30 +148,36 @@ def _vjp(node, out_grads):
     and check that it returns one gradient (or None) per input, each of the input's shape."""
     op = node.op
     fn = getattr(op, "_vjp_fn", None)
-    name = getattr(op, "name", repr(op))
     if fn is None:
-        raise NetsError(f"no gradient for op {name!r}: it has no vjp, and a gradient must flow "
-                        f"through it to reach an array with attach_grad(); compute it outside "
-                        f"autograd.record() or under autograd.pause(), or detach() its inputs")
-    out_grads = [_zeros_like(o) if g is None else g for g, o in zip(out_grads, node.outputs)]
+        raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient must "
+                        f"flow through it to reach an array with attach_grad(); compute it "
+                        f"outside autograd.record() or under autograd.pause(), or detach() its "
+                        f"inputs")
+    if any(g is None for g in out_grads):
+        out_grads = [_zeros_like(o) if g is None else g for g, o in zip(out_grads, node.outputs)]
     in_grads = fn(node, *out_grads)
     if in_grads is None or isinstance(in_grads, NDArray):
         in_grads = (in_grads,)
-    in_grads = tuple(in_grads)
+    elif not isinstance(in_grads, tuple):
+        in_grads = tuple(in_grads)
     if len(in_grads) != len(node.inputs):
-        raise NetsError(f"the gradient of op {name!r} returned {len(in_grads)} gradients for "
-                        f"its {len(node.inputs)} inputs; it must return one per input (None "
-                        f"where there is none)")
+        raise NetsError(f"the gradient of op {_name(op)!r} returned {len(in_grads)} gradients "
+                        f"for its {len(node.inputs)} inputs; it must return one per input "
+                        f"(None where there is none)")
     for i, (g, x) in enumerate(zip(in_grads, node.inputs)):
         if g is None:
             continue
         if not isinstance(g, NDArray):
-            raise TypeError(f"the gradient of op {name!r} for input {i} must be an NDArray or "
-                            f"None, got {type(g).__name__}")
-        if x is not None and tuple(g.shape) != tuple(x.shape):
-            raise ShapeError(f"the gradient of op {name!r} for input {i} has shape "
+            raise TypeError(f"the gradient of op {_name(op)!r} for input {i} must be an NDArray "
+                            f"or None, got {type(g).__name__}")
+        if x is not None and g.shape != x.shape:
+            raise ShapeError(f"the gradient of op {_name(op)!r} for input {i} has shape "
                              f"{tuple(g.shape)}, but the input has shape {tuple(x.shape)}")
     return in_grads
+
+
+def _name(op):
+    return getattr(op, "name", None) or repr(op)
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
@@ -174,15 +189,78 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     ``is_training()`` during the backward pass."""
     leaf_grads, _ = _backprop(heads, head_grads, lambda x: x._grad_req != "null", (),
                               retain_graph, train_mode, False)
+    taken = set()
     with _Scope(False, train_mode):
         for x, g in leaf_grads.values():
             buf = x._grad
             if x._grad_req == "add":
                 if g is not None:
                     buf._assign(_sum([buf, g]))
-            else:
-                buf[:] = _zeros_like(buf) if g is None else g  # copies; casts to buf's stype
+            elif g is None:
+                buf[:] = _zeros_like(buf)  # casts to buf's stype
+            elif not _adopt(buf, g, taken):
+                buf[:] = g  # copies; casts to buf's stype
             x._fresh_grad = True  # the Trainer refuses stale gradients (not set since a step)
+
+
+def _adopt(buf, g, taken):
+    """Deliver ``g`` into the leaf gradient ``buf`` by taking its buffers instead of copying
+    them (for a 1M x 64 dense gradient that saves a 256 MB copy), when no one else can see
+    either: ``g`` is referred to by the engine only (not a caller's head gradient, nor
+    delivered to another leaf), its values are no view of other memory, and a dense ``buf``
+    has no views that would keep showing the old values. Returns False when the caller must
+    copy. Reference counts are compared with ``_REFS``, measured on this interpreter."""
+    if id(g) in taken or g.stype != buf.stype or g.dtype != buf.dtype:
+        return False
+    taken.add(id(g))
+    if sys.getrefcount(g) > _REFS[0]:
+        return False
+    if g.stype == "default":
+        if not (g._np.flags.c_contiguous and _sole(g._np) and _sole(buf._np)):
+            return False
+        buf._np = g._np
+    else:  # a sparse buffer is replaced on every write anyway; indices are immutable
+        if not _sole(g._data):
+            return False
+        buf._set_parts(g, copy=False)
+    return True
+
+
+def _sole(a):
+    """True when numpy ``a`` is its holder's alone: no other reference (so no views of it)
+    and its memory is not another array's (no base, or a base object, such as the memory
+    record of an array a numba kernel returned, that only ``a`` refers to)."""
+    count, base_count = _counts(a)
+    return count <= _REFS[1] and (base_count is None or not isinstance(a.base, np.ndarray)
+                                  and base_count <= _REFS[2])
+
+
+def _counts(a):
+    base = a.base
+    return sys.getrefcount(a), None if base is None else sys.getrefcount(base)
+
+
+def _calibrate():
+    """The counts ``_adopt`` and ``_sole`` see for arrays nothing else refers to, measured
+    through the same calls (interpreters differ in the references they count)."""
+    for _, g in {0: (None, _Holder())}.values():  # held as backward's loop holds a gradient
+        g._np = np.frombuffer(bytearray(8), np.uint8)  # its base: an object only it holds
+        return (_probe(None, g, None),) + _probe_sole(g._np)
+
+
+class _Holder:
+    """Stands for an array in ``_calibrate``."""
+
+
+def _probe(buf, g, taken):
+    return sys.getrefcount(g)  # as _adopt sees its argument
+
+
+def _probe_sole(a):
+    return _counts(a)  # as _sole sees its argument
+
+
+_REFS = _calibrate()
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

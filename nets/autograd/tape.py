@@ -16,6 +16,7 @@ import itertools
 from ..base import NetsError, ShapeError, check_stype
 from ..ndarray.creation import zeros
 from ..ndarray.dense import NDArray
+from ..ops.registry import Op
 from ..base import RECORDER, TRAINING
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -52,9 +53,10 @@ class Node:
 
     def free(self):
         """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
-        release = getattr(self.op, "release", None)  # custom Functions drop saved_tensors
-        if release is not None:
-            release()
+        if self.op.__class__ is not Op:  # custom Functions drop saved_tensors
+            release = getattr(self.op, "release", None)
+            if release is not None:
+                release()
         self.op = self.inputs = self.attrs = self.outputs = self.parents = None
 
     def __repr__(self):
@@ -75,14 +77,19 @@ def _entry(x):
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
-    parents = tuple(_entry(x) for x in inputs)
-    if all(p is None for p in parents):
+    parents = tuple([_entry(x) for x in inputs])
+    for p in parents:
+        if p is not None:
+            break
+    else:
         return None
     for o in outputs:
-        if any(o is x for x in inputs):
-            raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its input "
-                            f"object as an output; while recording, outputs must be new arrays")
-    node = Node(op, inputs, attrs, tuple(o.detach() for o in outputs), parents)
+        for x in inputs:
+            if o is x:
+                raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its "
+                                f"input object as an output; while recording, outputs must be "
+                                f"new arrays")
+    node = Node(op, inputs, attrs, tuple([o.detach() for o in outputs]), parents)
     for k, o in enumerate(outputs):
         o._node = (node, k)
     return node

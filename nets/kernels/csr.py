@@ -2,18 +2,63 @@
 
 Invariants every kernel here trusts (the operator validates first):
 - a CSR matrix comes as ``(indptr, indices, data)``: int64 ``indptr`` of length rows + 1,
-  non-decreasing from 0 to nnz; int64 ``indices`` in range, sorted and unique within a row
-  (``csr_t_dense`` takes int64 ``slot`` in ``[0, n_slots)`` in place of ``indices``);
+  non-decreasing from 0 to nnz; int64 ``indices`` in range, sorted and unique within a row;
 - the dense operand ``w`` is 2-D, C-contiguous, of ``data``'s dtype, and its contracted axis
   matches the CSR matrix (``w.shape[0] == cols`` or ``== rows``, as each kernel says).
 
 All serial: on 2 cores ``parallel=True`` won at best 0.1 ms on the 512 x 10^6 benchmark
 batch, and when another process held the second core the OpenMP barrier made ``csr_dense``
-50x slower (12 ms vs 0.23 ms; see benchmarks/README.md).
+50x slower (12 ms vs 0.23 ms; see benchmarks/README.md). What a serial loop over scattered
+rows of a large weight waits for is memory latency, not bandwidth: ``prefetch_row`` asks for
+the rows a few iterations ahead (also used by the lazy optimizer kernels).
 """
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ._jit import jit
+from .embedding import radix_order
+
+PREFETCH_AHEAD = 8  # rows requested ahead of use: enough to cover DRAM latency (benchmarked)
+
+
+def prefetch_row(a, row):
+    """Hint the CPU to bring row ``row`` of 2-D C-contiguous ``a`` into cache (compiled: one
+    prefetch per 64-byte line; a no-op in Python, e.g. under ``NUMBA_DISABLE_JIT=1``).
+    A prefetch never faults, so it needs no bounds check."""
+
+
+@intrinsic
+def _prefetch_row(typingctx, a, row):
+    if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(row, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        i64, i32, ptr = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
+        r = context.cast(builder, args[1], sig.args[1], types.int64)
+        stride = cgutils.unpack_tuple(builder, arr.strides, 2)[0]
+        start = builder.add(builder.ptrtoint(arr.data, i64), builder.mul(r, stride))
+        width = cgutils.unpack_tuple(builder, arr.shape, 2)[1]
+        nbytes = builder.mul(width, ir.Constant(i64, sig.args[0].dtype.bitwidth // 8))
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ptr, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), nbytes,
+                                     ir.Constant(i64, 64)) as (offset, _):
+            address = builder.inttoptr(builder.add(start, offset), ptr)
+            # read, keep in all cache levels, data cache
+            builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 3),
+                              ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(a, row), codegen
+
+
+@overload(prefetch_row)
+def _(a, row):
+    return lambda a, row: _prefetch_row(a, row)
 
 
 @jit
@@ -24,11 +69,15 @@ def csr_dense(indptr, indices, data, w):
     """
     rows, n = len(indptr) - 1, w.shape[1]
     out = np.zeros((rows, n), dtype=w.dtype)
+    nnz = indptr[rows]
     for i in range(rows):
+        o = out[i]
         for p in range(indptr[i], indptr[i + 1]):
-            v, r = data[p], indices[p]
+            if p + PREFETCH_AHEAD < nnz:
+                prefetch_row(w, indices[p + PREFETCH_AHEAD])
+            v, wr = data[p], w[indices[p]]
             for j in range(n):
-                out[i, j] += v * w[r, j]
+                o[j] += v * wr[j]
     return out
 
 
@@ -53,19 +102,32 @@ def dense_csr_t(w, indptr, indices, data):
 
 
 @jit
-def csr_t_dense(indptr, slot, data, w, n_slots):
-    """``X.T @ w`` restricted to the touched columns -> ``(n_slots, w.shape[1])``.
+def csr_t_dense(indptr, indices, data, w, n_cols):
+    """``X.T @ w`` restricted to the touched columns -> ``(cols, block)``: the sorted unique
+    column ids of ``X`` (all in ``[0, n_cols)``) and ``block[k] = (X.T @ w)[cols[k]]``;
+    ``w.shape[0] == rows``. Memory is O(nnz + touched * n), never O(cols * n).
 
-    ``slot[p]`` is the output row of CSR entry ``p`` (the position of its column among the
-    sorted unique columns, from ``np.unique(indices, return_inverse=True)``), ``n_slots``
-    the number of unique columns and ``w.shape[0] == rows``. Memory is O(nnz + touched * n),
-    never O(cols * n).
+    One linear-time ``radix_order`` of the column ids gives each entry its output row (what
+    ``np.unique(indices, return_inverse=True)`` gave in O(nnz log nnz), 0.3 ms on a 512 x
+    10^6 batch with 15,000 entries); the rows of ``X`` are then scattered in order, each
+    row of ``w`` read once.
     """
-    n = w.shape[1]
-    block = np.zeros((n_slots, n), dtype=w.dtype)
+    n, nnz = w.shape[1], len(indices)
+    order = radix_order(indices, n_cols)
+    slot = np.empty(nnz, np.int64)
+    touched = 0
+    for k in range(nnz):
+        if k == 0 or indices[order[k]] != indices[order[k - 1]]:
+            touched += 1
+        slot[order[k]] = touched - 1
+    cols = np.empty(touched, np.int64)
+    for p in range(nnz):
+        cols[slot[p]] = indices[p]
+    block = np.zeros((touched, n), dtype=w.dtype)
     for i in range(len(indptr) - 1):
+        wr = w[i]
         for p in range(indptr[i], indptr[i + 1]):
-            v, k = data[p], slot[p]
+            v, out = data[p], block[slot[p]]
             for j in range(n):
-                block[k, j] += v * w[i, j]
-    return block
+                out[j] += v * wr[j]
+    return cols, block

@@ -14,6 +14,7 @@ from ..base import (RECORDER, NetsError, ShapeError, as_dtype, check_stype, cpu,
                     current_context)
 
 _OPS = None
+_CPU = cpu()
 
 
 def _autograd():
@@ -62,19 +63,21 @@ class NDArray:
 
     stype = "default"
     __array_priority__ = 1000.0  # numpy defers `ndarray op NDArray` to our reflected ops
+    # Autograd state; class-level defaults, set per array only when it joins a graph (an
+    # array is created for every op result, so its constructor stays minimal).
+    _grad = None
+    _grad_req = "null"
+    _node = None  # the autograd node that produced this array, if recorded
 
     def __init__(self, data, ctx=None):
         if not isinstance(data, np.ndarray):
             raise TypeError(f"NDArray wraps a numpy.ndarray, got {type(data).__name__}; "
                             f"use nets.nd.array(...) to convert")
         self._np = data
-        self._init_meta(ctx)
+        self._ctx = _CPU if ctx is None else ctx
 
     def _init_meta(self, ctx):
-        self._ctx = cpu() if ctx is None else ctx
-        self._grad = None
-        self._grad_req = "null"
-        self._node = None  # the autograd node that produced this array, if recorded
+        self._ctx = _CPU if ctx is None else ctx
 
     # -- attributes ------------------------------------------------------
     @property

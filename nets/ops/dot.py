@@ -131,9 +131,8 @@ def _csr_dense(x, w, ta, tb):
             out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), *parts).T
             return NDArray(np.ascontiguousarray(out), ctx)
         return NDArray(kernels.csr.csr_dense(*parts, np.ascontiguousarray(w)), ctx)
-    cols, slot = np.unique(x._indices, return_inverse=True)  # output rows: touched columns
-    block = kernels.csr.csr_t_dense(x._indptr, slot.astype(np.int64, copy=False), x._data,
-                                    np.ascontiguousarray(w.T if tb else w), len(cols))
+    cols, block = kernels.csr.csr_t_dense(x._indptr, x._indices, x._data,  # touched columns
+                                          np.ascontiguousarray(w.T if tb else w), x.shape[1])
     return RowSparseNDArray(block, cols, (x.shape[1], block.shape[1]), ctx)
 
 
@@ -224,11 +223,11 @@ def _(node, g):
     b2 = _as_2d(b, (math.prod(b_free), b.shape[-1]) if tb else (b.shape[0], math.prod(b_free)))
     g2 = _as_2d(g, (math.prod(a_free), math.prod(b_free)))
     da = db = None
-    if a.stype != "csr":
+    if a.stype != "csr" and node.parents[0] is not None:  # (None: a constant, no gradient)
         da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
             dot(g2, b2, transpose_b=not tb)
         da = _as_2d(da, a.shape)
-    if b.stype != "csr":
+    if b.stype != "csr" and node.parents[1] is not None:
         db = dot(g2, a2, transpose_a=True, transpose_b=ta) if tb else \
             dot(a2, g2, transpose_a=not ta)
         db = _as_2d(db, b.shape)

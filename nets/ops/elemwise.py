@@ -199,10 +199,12 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
         return "default"
 
     def run(lhs, rhs):
-        shape = _out_shape(name, lhs, rhs, broadcast)
         if lhs.stype == rhs.stype == "default":
-            dtype = np.result_type(lhs.dtype, rhs.dtype)
+            if lhs.shape != rhs.shape:
+                _out_shape(name, lhs, rhs, broadcast)  # raises unless they broadcast
+            dtype = lhs.dtype if lhs.dtype == rhs.dtype else np.result_type(lhs.dtype, rhs.dtype)
             return NDArray(_apply(fn, lhs._np, rhs._np, dtype), lhs.context)
+        shape = _out_shape(name, lhs, rhs, broadcast)
         if any(x.stype != "default" and x.shape != shape for x in (lhs, rhs)):
             return NotImplemented  # a sparse operand would be broadcast: fallback
         if lhs.stype == rhs.stype:
@@ -218,7 +220,7 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
 
 
 def _is_scalar(x):
-    return isinstance(x, (numbers.Number, np.generic))
+    return not isinstance(x, NDArray) and isinstance(x, (numbers.Number, np.generic))
 
 
 def _public(name, fn, array_op, scalar_op, rscalar_op):

@@ -91,17 +91,22 @@ def _(node, g):
     is the layer whose weight gradient is row_sparse.
     """
     data, weight, bias = node.inputs
+    wants = node.parents  # None: that input takes no gradient (a constant), skip its product
     g = as_dense(g)
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
+    d_data = d_weight = None
     if data.stype == "csr":
-        d_data = None
-        d_weight = cast_storage(dot(g2, data, transpose_a=True), stype="default")
+        if wants[1] is not None:
+            d_weight = cast_storage(dot(g2, data, transpose_a=True), stype="default")
     else:
-        x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], -1))
-        d_data = dot(g2, weight)
-        d_data = d_data if data.ndim == 2 else reshape(d_data, shape=data.shape)
-        d_weight = dot(g2, x2, transpose_a=True)
-    return d_data, d_weight, None if bias is None else _sum_to(g, shape=bias.shape)
+        if wants[0] is not None:
+            d_data = dot(g2, weight)
+            d_data = d_data if data.ndim == 2 else reshape(d_data, shape=data.shape)
+        if wants[1] is not None:
+            x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], -1))
+            d_weight = dot(g2, x2, transpose_a=True)
+    return (d_data, d_weight,
+            None if bias is None or wants[2] is None else _sum_to(g, shape=bias.shape))
 
 
 # -- Embedding ---------------------------------------------------------------------------------

@@ -301,9 +301,10 @@ def _expand(g, data, axes):
     return broadcast_to(reshape(g, shape=_shape(data.shape, axes, True)), shape=data.shape)
 
 
-def _reduction_vjp(op, local):
+def _reduction_vjp(op, local, uses_output=False):
     """Register ``op``'s vjp as ``expand(g) * local(data, expand(y), count)`` where ``local``
-    is the derivative of the reduction w.r.t. each element (None: 1)."""
+    is the derivative of the reduction w.r.t. each element (None: 1); ``expand(y)`` is only
+    built for a ``local`` that ``uses_output`` (None in its place otherwise)."""
     @op.vjp
     def _(node, g):
         data, attrs = node.inputs[0], node.attrs
@@ -311,18 +312,19 @@ def _reduction_vjp(op, local):
         count = math.prod(data.shape[a] for a in axes)
         grad = _expand(g, data, axes)
         if local is not None:
-            grad = multiply(grad, local(data, _expand(node.output(0), data, axes), count, attrs))
+            y = _expand(node.output(0), data, axes) if uses_output else None
+            grad = multiply(grad, local(data, y, count, attrs))
         return grad
 
 
 _reduction_vjp(sum, None)
 _reduction_vjp(mean, lambda x, y, n, a: 1.0 / n)
 # max/min: every element equal to the result gets the gradient (MXNet's rule on ties)
-_reduction_vjp(max, lambda x, y, n, a: equal(x, y))
-_reduction_vjp(min, lambda x, y, n, a: equal(x, y))
+_reduction_vjp(max, lambda x, y, n, a: equal(x, y), uses_output=True)
+_reduction_vjp(min, lambda x, y, n, a: equal(x, y), uses_output=True)
 # |x|_1' = sign(x); |x|_2' = x / |x|_2 (0 where the norm is 0)
 _reduction_vjp(norm, lambda x, y, n, a: sign(x) if a["ord"] == 1 else
-               divide(x, maximum(y, float(np.finfo(x.dtype).tiny))))
+               divide(x, maximum(y, float(np.finfo(x.dtype).tiny))), uses_output=True)
 
 
 @square_sum.vjp

@@ -33,6 +33,7 @@ __all__ = ["Op", "OPS", "RECORDER", "TRAINING", "stype_of"]
 
 OPS = {}
 _log = logging.getLogger("nets.storage")
+_VERBOSE = os.environ.get("NETS_STORAGE_VERBOSE") == "1"  # read once, when nets is imported
 _EMPTY = inspect.Parameter.empty
 
 
@@ -76,6 +77,7 @@ class Op:
         self.inputs = tuple(i.strip("*?") for i in inputs)
         self.optional = frozenset(i.strip("?") for i in inputs if i.endswith("?"))
         self.attrs = dict(attrs or {})
+        self._required = tuple(k for k, v in self.attrs.items() if v is _EMPTY)
         self._infer_fn = None
         self._impls = []
         self._cache = {}
@@ -139,11 +141,13 @@ class Op:
     # -- calling -------------------------------------------------------------------
     def _bind(self, args, kwargs):
         """Split a call into (inputs tuple, attrs dict), like a Python signature would."""
+        n = len(self.inputs)
         if self.variadic:
             inputs, attr_args = args, ()
+        elif len(args) >= n:  # the common call: every input positional
+            inputs, attr_args = args[:n], args[n:]
         else:
-            n = len(self.inputs)
-            inputs, attr_args = list(args[:n]), args[n:]
+            inputs, attr_args = list(args), ()
             for name in self.inputs[len(inputs):]:
                 if name in kwargs:
                     inputs.append(kwargs.pop(name))
@@ -151,20 +155,26 @@ class Op:
                     inputs.append(None)
                 else:
                     raise TypeError(f"{self.name}() missing required input {name!r}")
-        if len(attr_args) > len(self.attrs):
-            raise TypeError(f"{self.name}() takes {len(self.inputs)} inputs and "
-                            f"{len(self.attrs)} attributes, got {len(args)} positional arguments")
-        attrs = dict(self.attrs)
-        attrs.update(zip(self.attrs, attr_args))
-        for k, v in kwargs.items():
-            if k not in self.attrs:
-                raise TypeError(f"{self.name}() got an unexpected argument {k!r}")
-            attrs[k] = v
-        missing = [k for k, v in attrs.items() if v is _EMPTY]
-        if missing:
-            raise TypeError(f"{self.name}() missing required argument(s) {missing}")
-        names = self.inputs * len(inputs) if self.variadic else self.inputs
-        return tuple(_as_input(x, self.name, nm) for x, nm in zip(inputs, names)), attrs
+        attrs = self.attrs.copy()
+        if attr_args:
+            if len(attr_args) > len(attrs):
+                raise TypeError(f"{self.name}() takes {n} inputs and {len(attrs)} attributes, "
+                                f"got {len(args)} positional arguments")
+            attrs.update(zip(self.attrs, attr_args))
+        if kwargs:
+            for k in kwargs:
+                if k not in attrs:
+                    raise TypeError(f"{self.name}() got an unexpected argument {k!r}")
+            attrs.update(kwargs)
+        if self._required:
+            missing = [k for k in self._required if attrs[k] is _EMPTY]
+            if missing:
+                raise TypeError(f"{self.name}() missing required argument(s) {missing}")
+        for x in inputs:
+            if x is not None and not isinstance(x, NDArray):  # numpy or scipy: convert
+                names = self.inputs * len(inputs) if self.variadic else self.inputs
+                return tuple(_as_input(x, self.name, nm) for x, nm in zip(inputs, names)), attrs
+        return tuple(inputs), attrs
 
     def __call__(self, *args, out=None, **kwargs):
         inputs, attrs = self._bind(args, kwargs)
@@ -182,24 +192,30 @@ class Op:
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
     def compute(self, inputs, attrs):
-        """Run the op on bound inputs; always returns a tuple of outputs."""
-        stypes = tuple(stype_of(x) for x in inputs)
-        out_stypes = self.infer_stype(*stypes, **attrs)
-        fn = self.find_impl(stypes)
+        """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
+        stypes = tuple([None if x is None else x.stype for x in inputs])
+        out_stypes = "default" if self._infer_fn is None else self._infer_fn(*stypes, **attrs)
+        if out_stypes.__class__ is str:
+            out_stypes = (out_stypes,)
+        try:
+            fn = self._cache[stypes]
+        except KeyError:
+            fn = self.find_impl(stypes)
         result = NotImplemented if fn is None else fn(*inputs, **attrs)
         fallback = result is NotImplemented  # no impl, or the impl declined these attrs/shapes
         if fallback:
             inputs, fn = self._fallback(inputs, stypes)
             result = fn(*inputs, **attrs)
-        outputs = tuple(result) if isinstance(result, (list, tuple)) else (result,)
+        outputs = (result,) if isinstance(result, NDArray) else tuple(result)
         if fallback:
             cast = OPS["cast_storage"]
             outputs = tuple(r if r.stype == s else cast.compute((r,), {"stype": s})[0]
                             for r, s in zip(outputs, out_stypes))
-        elif any(r.stype != s for r, s in zip(outputs, out_stypes)):
+        elif (outputs[0].stype != out_stypes[0] if len(outputs) == 1 else
+              any(r.stype != s for r, s in zip(outputs, out_stypes))):
             raise NetsError(f"internal: {self.name} on {stypes} returned stypes "
                             f"{tuple(r.stype for r in outputs)}, its inference says {out_stypes}")
-        if os.environ.get("NETS_STORAGE_VERBOSE") == "1":
+        if _VERBOSE:
             _verbose(self.name, stypes, tuple(o.stype for o in outputs))
         return outputs
 

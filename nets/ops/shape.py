@@ -33,6 +33,7 @@ flatten); ``take(row_sparse, indices)`` along axis 0 gives the embedding gradien
 holding the taken rows with repeated ones summed. Otherwise gradients are dense.
 """
 import builtins
+import math
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _int_indices(x, op, name="indices"):
         bad = np.flatnonzero(~np.isfinite(a) | (a != np.trunc(a)))
         if bad.size:
             raise NetsError(f"{op}: {name} must hold whole numbers, got {name}{_at(a, bad[0])}")
-    return a.astype(INDEX_DTYPE)
+    return a.astype(INDEX_DTYPE, copy=False)
 
 
 def _at(a, flat):
@@ -156,6 +157,9 @@ def _csr_slice(x, rows, cols):
 
 def _reshape_target(spec, src, reverse):
     """MXNet's reshape shape inference (codes 0, -1, -2, -3, -4), checked."""
+    if (type(spec) is tuple and all(type(d) is int and d > 0 for d in spec)
+            and math.prod(spec) == math.prod(src)):
+        return spec  # plain dimensions (the vjps' case): nothing to infer
     try:
         spec_t = tuple(int(d) for d in ((spec,) if isinstance(spec, (int, np.integer)) else spec))
     except (TypeError, ValueError) as e:
@@ -612,8 +616,8 @@ def _mode_indices(idx, n, mode, op, where):
         raise NetsError(f"{op}: mode={mode!r} must be 'clip', 'wrap' or 'raise'")
     if n == 0 and idx.size:
         raise NetsError(f"{op}: {where} is empty; nothing to take")
-    if mode == "clip":
-        return np.clip(idx, 0, n - 1)
+    if mode == "clip":  # (in range already, the common case: no copy)
+        return idx if not idx.size or 0 <= idx.min() and idx.max() < n else np.clip(idx, 0, n - 1)
     if mode == "wrap":
         return np.mod(idx, n) if idx.size else idx
     bad = np.flatnonzero((idx < 0) | (idx >= n))
@@ -682,7 +686,7 @@ def _(data, indices, shape, axis, mode, stype):
     axis, idx = _take_indices(shape, indices, axis, mode)
     # Sort the indices and add up the runs of equal ones (axis moved to the front).
     rows, sums = _sum_by_key(idx.reshape(-1), np.moveaxis(
-        data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:]), axis, 0))
+        data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:]), axis, 0), shape[axis])
     if stype == "row_sparse":
         return RowSparseNDArray(sums, rows, shape, data.context)
     out = np.zeros(shape, data.dtype)
@@ -732,7 +736,9 @@ def _(data, shape):
     full = tuple(src[i - lead] if d == 0 and i >= lead else int(d) for i, d in enumerate(target))
     if any(s not in (1, t) for s, t in zip(src, full[lead:])):
         raise ShapeError(f"broadcast_to: cannot broadcast shape {src} to shape={target}")
-    return _dense(data, _copy(np.broadcast_to(data._np, full)))
+    out = np.empty(full, data.dtype)
+    out[...] = data._np  # numpy broadcasts the (checked) source into the copy
+    return _dense(data, out)
 
 
 @_vjp(broadcast_to)

@@ -1,4 +1,6 @@
 """Sparse-specific operators: storage casts and sparse utilities."""
+import math
+
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, check_stype
@@ -150,18 +152,22 @@ def _common(args):
     return args[0].shape, np.result_type(*[a.dtype for a in args])
 
 
-def _sum_by_key(keys, values):
+def _sum_by_key(keys, values, upper=None):
     """``(unique sorted keys, sums)``: the slices ``values[i]`` added per int64 ``keys[i]``.
 
     One Numba kernel (``kernels.embedding.sum_rows_by_id``) serves every such merge:
     row_sparse and csr ``add_n`` (the engine's gradient merging) and the gradients of
-    ``take`` and ``Embedding``.
+    ``take`` and ``Embedding``. Keys known to lie in ``[0, upper)`` (row ids) are ordered by
+    a linear-time radix sort; others by numpy's stable sort, which merges the sorted runs of
+    concatenated csr terms in linear time.
     """
     from .. import kernels
     dtype = values.dtype
-    rows = np.ascontiguousarray(values.reshape(len(keys), int(np.prod(values.shape[1:]))),
+    rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])),
                                 np.float32 if dtype == np.float16 else None)  # numba: no f16
-    keys, sums = kernels.embedding.sum_rows_by_id(keys, np.argsort(keys, kind="stable"), rows)
+    order = (np.argsort(keys, kind="stable") if upper is None
+             else kernels.embedding.radix_order(keys, upper))
+    keys, sums = kernels.embedding.sum_rows_by_id(keys, order, rows)
     return keys, sums.astype(dtype, copy=False).reshape(keys.shape + values.shape[1:])
 
 
@@ -169,7 +175,8 @@ def _sum_by_key(keys, values):
 def _(*args):
     shape, dtype = _common(args)
     rows, data = _sum_by_key(np.concatenate([a._indices for a in args]),
-                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
+                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]),
+                             shape[0])
     return RowSparseNDArray(data, rows, shape, args[0].context)
 
 

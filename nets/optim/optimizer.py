@@ -320,14 +320,14 @@ def _view2d(a, what):
     """Dense ``a`` (C-contiguous) as ``(rows, cols)``, sharing memory (0-d: one row)."""
     if not a.flags.c_contiguous:
         raise NetsError(f"the {what} must be C-contiguous to be updated in place")
-    return a.reshape(a.shape[0] if a.ndim else 1, int(np.prod(a.shape[1:])))
+    return a.reshape(a.shape[0] if a.ndim else 1, math.prod(a.shape[1:]))
 
 
 def _storage2d(a):
     """Row_sparse ``a``'s stored rows as ``(nnz_rows, cols)``, sharing memory."""
     if not a._data.flags.c_contiguous:
         a._data = np.ascontiguousarray(a._data)
-    return a._data.reshape(len(a._indices), int(np.prod(a.shape[1:])))
+    return a._data.reshape(len(a._indices), math.prod(a.shape[1:]))
 
 
 class _RowPlan:
@@ -344,9 +344,11 @@ class _RowPlan:
 
     def __init__(self, weight, grad, states, lazy, nstates):
         states = tuple(states) + (None,) * (nstates - len(states))
-        for what, a in [("weight", weight), ("grad", grad)] + [
-                (f"state {i}", s) for i, s in enumerate(states) if s is not None]:
-            _check_operand(a, what, weight)
+        _check_operand(weight, "weight", weight)
+        _check_operand(grad, "grad", weight)
+        for i, state in enumerate(states):
+            if state is not None:
+                _check_operand(state, f"state {i}", weight)
         self.nrows = n = weight.shape[0] if weight.ndim else 1
         self.dtype = weight.dtype
         # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
@@ -373,22 +375,23 @@ class _RowPlan:
         cols = self.arrays[0].shape[1]
         self.given = tuple(state is not None for state in states)
         for i, state in enumerate(states):
-            if state is None:  # the kernel never reads it
-                lines.append(np.zeros(0, dtype=_INDEX))
+            if state is None:  # the kernel never reads it (nor its line of pos)
+                lines.append(None)
                 self.arrays.append(np.empty((0, cols), dtype=self.dtype))
             else:
                 lines.append(self._line(state, fill))
                 self.arrays.append(self._array(state, f"state {i}"))
         self.weight_rows = lines[0]
-        if all(line is None or len(line) == 0 for line in lines):
+        if all(line is None for line in lines):
             self.pos = np.empty((len(lines), 0), dtype=_INDEX)  # every row, in order
         else:
-            self.pos = np.zeros((len(lines), self.count), dtype=_INDEX)
-            for p, line in zip(self.pos, lines):
+            every = None
+            for i, line in enumerate(lines):
                 if line is None:
-                    p[:] = np.arange(self.count)
-                elif len(line):
-                    p[:] = line
+                    if every is None:
+                        every = np.arange(self.count, dtype=_INDEX)
+                    lines[i] = every
+            self.pos = np.stack(lines)
 
     def _line(self, a, fill):
         """Positions in ``a``'s storage of the rows to update (None: row k is row k)."""
@@ -437,7 +440,7 @@ def _check_operand(a, what, weight):
     if a.stype not in ("default", "row_sparse"):
         raise StorageTypeError(f"{what} has stype {a.stype!r}; optimizers update dense and "
                                f"row_sparse arrays")
-    if tuple(a.shape) != tuple(weight.shape):
+    if a.shape != weight.shape:
         raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(weight.shape)}")
     if a.dtype not in (np.float32, np.float64):
         hint = "; use multi_precision=True for float16" if a.dtype == np.float16 else ""

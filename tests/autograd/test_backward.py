@@ -160,6 +160,48 @@ def test_write_keeps_the_buffer_object_and_dtype():
     assert_almost_equal(buf, [2.0, 2.0, 2.0])
 
 
+def test_write_adopts_a_fresh_gradient_instead_of_copying():
+    x = nd.array(np.ones((3, 2), np.float32))
+    x.attach_grad()
+    old = id(x.grad._np)  # (holding the buffer itself would make adopting unsafe)
+    with autograd.record():
+        y = (x * 3).sum()
+    y.backward()
+    assert id(x.grad._np) != old  # the computed gradient's buffer, no copy
+    assert_almost_equal(x.grad, np.full((3, 2), 3.0))
+    w = nd.array(np.ones((6, 2), np.float32))
+    w.attach_grad(stype="row_sparse")
+    with autograd.record():
+        z = nd.Embedding(nd.array([4, 1, 4]), w, input_dim=6, output_dim=2,
+                         sparse_grad=True).sum()
+    z.backward()
+    assert_almost_equal(w.grad, np.array([[0, 0], [1, 1], [0, 0], [0, 0], [2, 2], [0, 0]]))
+
+
+def test_write_copies_when_adopting_would_alias():
+    x = nd.array(np.ones(4, np.float32))
+    x.attach_grad()
+    view = x.grad[1:3]  # a view of the buffer must keep showing the gradient
+    with autograd.record():
+        y = (x * 2).sum()
+    y.backward()
+    assert_almost_equal(view, [2.0, 2.0])
+    head = nd.array(np.arange(4, dtype=np.float32))
+    with autograd.record():
+        y = x * 1.0  # the gradient passed back is the caller's head gradient itself
+    y.backward(head)
+    assert not np.shares_memory(x.grad._np, head._np)
+    a, b = (nd.array(np.ones(3, np.float32)) for _ in range(2))
+    for v in (a, b):
+        v.attach_grad()
+    with autograd.record():
+        y = a + b  # both leaves receive the same gradient object
+    y.backward()
+    assert not np.shares_memory(a.grad._np, b.grad._np)
+    a.grad[:] = 5
+    assert_almost_equal(b.grad, [1.0, 1.0, 1.0])
+
+
 def test_row_sparse_contributions_merge_by_row_union():
     wv = np.arange(10.0).reshape(5, 2)
     w = _leaf(wv, stype="row_sparse")

@@ -28,3 +28,19 @@ def test_sum_rows_by_id_matches_numpy(name, width, dtype):
     np.testing.assert_array_equal(uniq, want_uniq)
     assert uniq.dtype == np.int64 and sums.dtype == dtype
     np.testing.assert_allclose(sums, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("upper", [1, 10, 100, 2 ** 40, 2 ** 63 - 1])
+@pytest.mark.parametrize("name", sorted(IDS))
+def test_radix_order_is_a_stable_argsort(name, upper):
+    ids = np.array(IDS[name], np.int64) % upper
+    if upper > 100 and len(ids):
+        ids[-1] = upper - 1  # the largest key
+    order = kernels.radix_order(ids, upper)
+    np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
+
+
+def test_radix_order_long_input_uses_wide_digits():
+    ids = np.random.default_rng(0).integers(0, 10 ** 6, 5000).astype(np.int64)
+    np.testing.assert_array_equal(kernels.radix_order(ids, 10 ** 6),
+                                  np.argsort(ids, kind="stable"))
