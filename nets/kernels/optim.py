@@ -27,8 +27,7 @@ the rows of the update ``PREFETCH_AHEAD`` steps later (1.4x faster on 1M x 64 Ad
 """
 import numpy as np
 
-from ._jit import jit
-from .csr import PREFETCH_AHEAD, prefetch_row
+from ._jit import PREFETCH_AHEAD, jit, prefetch_row
 
 TINY = 1e-30
 
