@@ -9,23 +9,9 @@ import scipy.sparse as sp
 
 import nets
 from nets import nd
+from tests.ndarray.conftest import DENSE, STYPES, make
 from nets.base import ContextError, NetsError, ShapeError, SparseFormatError
 
-STYPES = ("default", "csr", "row_sparse")
-# zero rows (1, 3), a zero column (2) and a zero inside a stored row
-DENSE = np.array([[1, 0, 0, 2], [0, 0, 0, 0], [0, 3, 0, 4], [0, 0, 0, 0], [5, 6, 0, 0]],
-                 np.float64)
-
-
-def make(stype, dense=DENSE, dtype=np.float32):
-    """``dense`` in storage type ``stype``, built without ``tostype``."""
-    dense = np.asarray(dense, dtype)
-    if stype == "csr":
-        return nd.sparse.csr_matrix(sp.csr_matrix(dense))
-    if stype == "row_sparse":
-        rows = np.flatnonzero(dense.reshape(len(dense), -1).any(axis=1))
-        return nd.sparse.row_sparse_array((dense[rows], rows), shape=dense.shape)
-    return nd.array(dense)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

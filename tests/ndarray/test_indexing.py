@@ -3,28 +3,14 @@ storage type and dtype, ``copy`` is deep, CSR row slicing, dense basic/advanced 
 with views sharing memory."""
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import nets
 from nets import nd
+from tests.ndarray.conftest import DENSE, STYPES, make
 from nets.base import ContextError, NetsError, ShapeError
 
-STYPES = ("default", "csr", "row_sparse")
-DENSE = np.array([[1, 0, 0, 2], [0, 0, 0, 0], [0, 3, 0, 4], [0, 0, 0, 0], [5, 6, 0, 0]],
-                 np.float32)
 OTHER = np.array([[0, 0, 0, 0], [7, 0, 8, 0], [0, 0, 0, 0], [0, 0, 0, 9], [0, 0, 0, 0]],
                  np.float32)
-
-
-def make(stype, dense=DENSE, dtype=np.float32):
-    """``dense`` in storage type ``stype``, built without ``tostype``."""
-    dense = np.asarray(dense, dtype)
-    if stype == "csr":
-        return nd.sparse.csr_matrix(sp.csr_matrix(dense))
-    if stype == "row_sparse":
-        rows = np.flatnonzero(dense.reshape(len(dense), -1).any(axis=1))
-        return nd.sparse.row_sparse_array((dense[rows], rows), shape=dense.shape)
-    return nd.array(dense)
 
 
 # -- dst[:] = src and copyto: 9 stype pairs ---------------------------------------------
