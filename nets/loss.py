@@ -1,12 +1,14 @@
 """Losses (MXNet Gluon's): each returns one value per sample, shape ``(batch,)``.
 
-Every loss is composed of operators, so its gradient comes from their vjps. A
+Every loss is composed of operators, so its gradient comes from their vjps (the hot
+L2 and sigmoid cross-entropy losses are single fused operators of ``nets.ops.nn``). A
 label of shape ``(batch,)`` is reshaped to predictions of shape ``(batch, 1)``
 (same size), as in Gluon. ``weight`` scales the loss; ``sample_weight`` (an
 array broadcastable to the loss) weights individual samples.
 """
 from .base import ShapeError
 from .layers.block import HybridBlock
+from .ops.nn import _l2_loss, _sigmoid_bce
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "LogisticLoss", "HingeLoss", "HuberLoss"]
@@ -18,6 +20,11 @@ def _reshape_like(label, pred):
     if label.size != pred.size:
         raise ShapeError(f"label has shape {label.shape} and pred {pred.shape}: sizes differ")
     return label.reshape(pred.shape)
+
+
+def _fused(F, op):
+    """``op`` itself for ``nets.nd`` (which hides private operators), else ``nets.sym``'s."""
+    return getattr(F, op.name, op)
 
 
 class Loss(HybridBlock):
@@ -55,7 +62,7 @@ class L2Loss(Loss):
         super().__init__(weight, batch_axis, prefix)
 
     def _loss(self, F, pred, label):
-        return F.square(pred - _reshape_like(label, pred)) * 0.5
+        return _fused(F, _l2_loss)(pred, _reshape_like(label, pred))
 
 
 class L1Loss(Loss):
@@ -77,11 +84,8 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
         self._from_sigmoid = from_sigmoid
 
     def _loss(self, F, pred, label):
-        label = _reshape_like(label, pred)
-        if not self._from_sigmoid:
-            return F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
-        eps = 1e-12
-        return -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
+        return _fused(F, _sigmoid_bce)(pred, _reshape_like(label, pred),
+                                       from_sigmoid=self._from_sigmoid)
 
 
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss

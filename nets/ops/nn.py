@@ -329,3 +329,61 @@ def Dropout(data, p=0.5, mode="training", axes=()):
     keep = _random.generator().random(shape) >= p
     dtype = _float(data.dtype)
     return _dropout(data, NDArray(keep.astype(dtype) / dtype.type(1 - p), data.context))
+
+
+# -- fused losses ------------------------------------------------------------------------------
+
+def _loss_op(name, attrs, doc, loss, grads):
+    """An elementwise loss of dense ``pred`` and ``label`` (same shape) as ONE operator:
+    ``nets.loss`` would otherwise pay a dispatch per composed operator, forward and
+    backward. ``loss(x, y, **attrs)`` and ``grads(x, y, **attrs)`` (the partial
+    derivatives w.r.t. ``x`` and ``y``) are numpy formulas. The vjp is computed in numpy,
+    so it is not itself differentiable (no second derivative under ``create_graph``)."""
+    op = Op(name, ("pred", "label"), attrs, doc=doc)
+    op.infer(lambda pred, label, **_: "default")
+
+    @op.impl("default", "default")
+    def _(pred, label, **kw):
+        if pred.shape != label.shape:
+            raise ShapeError(f"{name}: label has shape {label.shape} but pred {pred.shape}; "
+                             f"they must be equal")
+        return NDArray(np.asarray(loss(pred._np, label._np, **kw)), pred.context)
+
+    @op.vjp
+    def _(node, g):
+        pred, label = node.inputs
+        g = as_dense(g)._np
+        derivs = grads(pred._np, label._np, **node.attrs)
+        return tuple(None if parent is None else
+                     NDArray(np.asarray(g * d, dtype=x.dtype), x.context)
+                     for parent, x, d in zip(node.parents, (pred, label), derivs))
+    return op
+
+
+_BCE_EPS = 1e-12  # keeps log finite at p = 0 or 1 (from_sigmoid=True), as Gluon's loss
+
+
+def _bce(x, y, from_sigmoid):
+    if from_sigmoid:
+        return -(y * np.log(x + _BCE_EPS) + (1 - y) * np.log(1 - x + _BCE_EPS))
+    return np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
+
+
+def _bce_grads(x, y, from_sigmoid):
+    if from_sigmoid:
+        lp, lq = np.log(x + _BCE_EPS), np.log(1 - x + _BCE_EPS)
+        return (1 - y) / (1 - x + _BCE_EPS) - y / (x + _BCE_EPS), lq - lp
+    return np.exp(-np.logaddexp(0, -x)) - y, -x  # sigmoid(x) - y, without overflow
+
+
+_sigmoid_bce = _loss_op("_sigmoid_bce", {"from_sigmoid": False}, """\
+Elementwise binary cross-entropy of ``pred`` against ``label`` (same shape, dense):
+for logits ``max(x, 0) - x*y + log1p(exp(-|x|))`` (stable for any ``x``), with
+``from_sigmoid=True`` (``pred`` are probabilities) ``-(y log(p + eps) + (1 - y)
+log(1 - p + eps))``, ``eps = 1e-12``. The fused form of ``SigmoidBinaryCrossEntropyLoss``.
+""", _bce, _bce_grads)
+
+_l2_loss = _loss_op("_l2_loss", {}, """\
+Elementwise ``0.5 * (pred - label)**2`` of a dense ``pred`` and ``label`` of the same
+shape: the fused form of ``L2Loss``.
+""", lambda x, y: 0.5 * np.square(x - y), lambda x, y: (x - y, y - x))

@@ -60,7 +60,7 @@ def _same_as_data(ins, attrs):
 
 
 @_rule(*{getattr(elemwise, n).name for n in elemwise.__all__ if n.startswith("elemwise_")},
-       "add_n")
+       "add_n", "_sigmoid_bce", "_l2_loss")
 def _all_same(ins, attrs):
     shape = _first(ins)
     return [shape] * len(ins), [shape]
