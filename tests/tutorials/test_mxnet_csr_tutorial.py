@@ -175,13 +175,8 @@ def test_dense_operator_fallback():
     np.testing.assert_array_equal(e.asnumpy(), expected)
 
 
-def data_module():
-    """The data loaders (nets.data): tests skip until that module exists."""
-    return pytest.importorskip("nets.data", reason="nets.data is not written yet")
-
-
 def test_data_loading_ndarray_iter():
-    data_mod = data_module()
+    data_mod = nets.data
     data = nets.nd.array(np.arange(36).reshape((9, 4))).tostype("csr")
     labels = np.ones([9, 1])
     batch_size = 3
@@ -193,7 +188,7 @@ def test_data_loading_ndarray_iter():
 
 
 def test_data_loading_libsvm_iter(tmp_path, capsys):
-    data_mod = data_module()
+    data_mod = nets.data
     data_path = str(tmp_path / "data.t")
     with open(data_path, "w") as fout:
         fout.write("1.0 0:1 2:2\n")

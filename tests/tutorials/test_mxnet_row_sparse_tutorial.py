@@ -180,7 +180,7 @@ def test_dense_operator_fallback():
 
 
 def test_sparse_optimizers():
-    optim = pytest.importorskip("nets.optim", reason="nets.optim is not written yet")
+    optim = nets.optim
     shape = (4, 2)
     weight = nets.nd.ones(shape).tostype("row_sparse")
     data = [[1, 2], [4, 5]]
