@@ -4,12 +4,25 @@ import pathlib
 
 os.environ.setdefault("NUMBA_CACHE_DIR", str(pathlib.Path(__file__).parent / ".numba_cache"))
 
-import pytest  # noqa: E402
+import pytest
 
-import nets  # noqa: E402
+import nets
 
 
 @pytest.fixture(autouse=True)
 def _seed():
     """Every test starts from the same random state, so failures reproduce."""
     nets.random.seed(1234)
+
+
+@pytest.fixture
+def split_kernels(monkeypatch):
+    """Split every threaded kernel call into up to 3 parts, however small its work (so the
+    block boundaries of a split are tested on small inputs, on any machine)."""
+    from nets.kernels import threads
+    pool = threads.ThreadPoolExecutor(2)
+    monkeypatch.setattr(threads, "CORES", 3)
+    monkeypatch.setattr(threads, "GRAIN", 1)
+    monkeypatch.setattr(threads, "_POOL", pool)
+    yield
+    pool.shutdown()

@@ -6,9 +6,10 @@ Invariants every kernel here trusts (the operator validates first):
 - the dense operand ``w`` is 2-D, C-contiguous, of ``data``'s dtype, and its contracted axis
   matches the CSR matrix (``w.shape[0] == cols`` or ``== rows``, as each kernel says).
 
-All serial: on 2 cores ``parallel=True`` won at best 0.1 ms on the 512 x 10^6 benchmark
-batch, and when another process held the second core the OpenMP barrier made ``csr_dense``
-50x slower (12 ms vs 0.23 ms; see benchmarks/README.md). What a serial loop over scattered
+No ``parallel=True``: on 2 cores it won at best 0.1 ms on the 512 x 10^6 benchmark batch,
+and when another process held the second core the OpenMP barrier made ``csr_dense`` 50x
+slower (12 ms vs 0.23 ms; see benchmarks/README.md); the operator splits ``csr_dense``
+over threads by blocks of rows instead (``nets.kernels.threads``). What a serial loop over scattered
 rows of a large weight waits for is memory latency, not bandwidth: ``prefetch_row`` asks for
 the rows a few iterations ahead (also used by the lazy optimizer kernels).
 """
@@ -19,13 +20,14 @@ from .embedding import radix_order
 
 
 @jit
-def csr_dense(indptr, indices, data, w):
-    """``X @ w`` -> dense ``(rows, w.shape[1])``; ``w.shape[0] == cols``.
+def csr_dense(indptr, indices, data, w, out):
+    """``out += X @ w`` for ``out`` of shape ``(rows, w.shape[1])``; ``w.shape[0] == cols``.
 
-    Each output row is a sum of scaled contiguous rows of ``w``.
+    Each output row is a sum of scaled contiguous rows of ``w``. ``indptr`` may be a slice
+    ``indptr[a:b + 1]`` (its values index ``indices`` and ``data`` as they are): the rows
+    ``a:b``, so that threads can each take a block of rows.
     """
     rows, n = len(indptr) - 1, w.shape[1]
-    out = np.zeros((rows, n), dtype=w.dtype)
     nnz = indptr[rows]
     for i in range(rows):
         o = out[i]
@@ -35,7 +37,6 @@ def csr_dense(indptr, indices, data, w):
             v, wr = data[p], w[indices[p]]
             for j in range(n):
                 o[j] += v * wr[j]
-    return out
 
 
 @jit

@@ -10,6 +10,7 @@ across runs.
 import threading
 from collections import OrderedDict
 
+from .. import ndarray as _nd
 from .. import symbol as _symbol
 from ..base import NetsError, ShapeError
 from ..serialization import load_arrays, save_arrays
@@ -243,11 +244,9 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        if any(isinstance(a, _symbol.Symbol) for a in args):
-            return self.forward(*args, **kwargs)  # composing an enclosing block's graph
-        if self._active and not kwargs:
+        if self._active and not kwargs and not any(isinstance(a, _symbol.Symbol) for a in args):
             return self._call_cached(*args)
-        return self.forward(*args, **kwargs)
+        return self.forward(*args, **kwargs)  # (Symbol inputs: composing a larger graph)
 
     def forward(self, x, *args):
         if isinstance(x, _symbol.Symbol):
@@ -256,8 +255,7 @@ class HybridBlock(Block):
                                   grad_stype=p.grad_stype, lr_mult=p.lr_mult,
                                   wd_mult=p.wd_mult)
                 for name, p in self._reg_params.items()})
-        from .. import nd
-        return self.hybrid_forward(nd, x, *args, **self._param_arrays(x, *args))
+        return self.hybrid_forward(_nd, x, *args, **self._param_arrays(x, *args))
 
     def _call_cached(self, *args):
         from ..ndarray import NDArray, array
@@ -310,13 +308,18 @@ class HybridBlock(Block):
                                                    if n in params})
 
     def _param_arrays(self, *inputs):
+        arrays = {name: p._data for name, p in self._reg_params.items()}
+        for a in arrays.values():
+            if a is None:
+                break
+        else:
+            return arrays
         pending = [p for p in self._reg_params.values() if p._data is None]
-        if pending:
-            if any(p._deferred is not None for p in pending):
-                self.infer_shape(*inputs)
-            for p in pending:
-                p._finish_deferred_init()
-                p._check_initialized()
+        if any(p._deferred is not None for p in pending):
+            self.infer_shape(*inputs)
+        for p in pending:
+            p._finish_deferred_init()
+            p._check_initialized()
         return {name: p._data for name, p in self._reg_params.items()}
 
     def infer_shape(self, *args):

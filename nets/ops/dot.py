@@ -130,7 +130,12 @@ def _csr_dense(x, w, ta, tb):
         if tb:  # (w . x.T).T: w is (n, k), the FullyConnected weight layout
             out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), *parts).T
             return NDArray(np.ascontiguousarray(out), ctx)
-        return NDArray(kernels.csr.csr_dense(*parts, np.ascontiguousarray(w)), ctx)
+        w = np.ascontiguousarray(w)
+        out = np.zeros((x.shape[0], w.shape[1]), w.dtype)
+        indptr = x._indptr
+        kernels.threads.split(lambda a, b: kernels.csr.csr_dense(
+            indptr[a:b + 1], x._indices, x._data, w, out[a:b]), len(out), x.nnz * w.shape[1])
+        return NDArray(out, ctx)
     cols, block = kernels.csr.csr_t_dense(x._indptr, x._indices, x._data,  # touched columns
                                           np.ascontiguousarray(w.T if tb else w), x.shape[1])
     return RowSparseNDArray(block, cols, (x.shape[1], block.shape[1]), ctx)

@@ -79,6 +79,9 @@ def scale(g, d):
     """
     if isinstance(d, numbers.Number):
         return g if d == 1 else -g if d == -1 else g * d
+    if isinstance(d, np.ndarray):  # a formula evaluated on numpy values (see declare_vjp)
+        with np.errstate(all="ignore"):
+            return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
     if g.stype == d.stype == "default" and RECORDER.get() is None:
         # not differentiated again: numpy's product directly (what broadcast_mul computes)
         with np.errstate(all="ignore"):
@@ -116,14 +119,32 @@ def declare_vjp(op, derivatives, fit=None):
                 continue
             if callable(d):
                 if not args:
-                    y = node.output(0)
-                    dense = y.stype == "default"
-                    args += [as_dense(v) if dense else v for v in node.inputs] + [y]
-                d = d(*args, **node.attrs)
+                    args += _formula_args(node, g)
+                if type(args[-1]) is np.ndarray:
+                    with np.errstate(all="ignore"):
+                        d = d(*args, **node.attrs)
+                    if isinstance(d, NDArray):  # a formula calling nets operators
+                        d = d._np
+                else:
+                    d = d(*args, **node.attrs)
             grad = scale(g, d)
             grads.append(grad if fit is None else fit(grad, x))
         return tuple(grads)
     return op
+
+
+def _formula_args(node, g):
+    """The values a derivative formula takes: the inputs, then the output. When nothing
+    records (no ``create_graph``) and every value is dense, they are the numpy arrays
+    themselves: a formula such as ``y * (1 - y)`` is then plain numpy arithmetic instead
+    of one operator application per ``*`` and ``-``, and its result cannot be needed as a
+    graph. Otherwise nets arrays (sparse inputs dense when the output is)."""
+    y = node.output(0)
+    dense = y.stype == "default"
+    if dense and g.stype == "default" and RECORDER.get() is None and all(
+            v.stype == "default" for v in node.inputs):
+        return [v._np for v in node.inputs] + [y._np]
+    return [as_dense(v) if dense else v for v in node.inputs] + [y]
 
 
 def map_op(name, fn, attrs=None, doc="", grad=None):

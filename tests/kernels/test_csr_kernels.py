@@ -30,6 +30,15 @@ def _case(name, dtype=np.float64):
     return x
 
 
+def _csr_dense(parts, w, rows=None):
+    """``csr_dense`` on rows ``rows`` (a slice; all by default) into a fresh output."""
+    indptr, indices, data = parts
+    rows = range(len(indptr) - 1)[rows or slice(None)]
+    out = np.zeros((len(rows), w.shape[1]), w.dtype)
+    kernels.csr_dense(indptr[rows.start:rows.stop + 1], indices, data, w, out)
+    return out
+
+
 CASES = ["empty_matrix", "no_columns", "no_values", "one_row", "last_row_col", "sparse", "full"]
 
 
@@ -41,7 +50,7 @@ def test_kernels_match_dense(name, width):
     w_cols = rng.normal(size=(x.shape[1], width))  # contracted with the columns of x
     w_rows = rng.normal(size=(x.shape[0], width))  # contracted with the rows of x
     parts = _csr(x)
-    np.testing.assert_allclose(kernels.csr_dense(*parts, w_cols), x @ w_cols, atol=1e-12)
+    np.testing.assert_allclose(_csr_dense(parts, w_cols), x @ w_cols, atol=1e-12)
     np.testing.assert_allclose(kernels.dense_csr_t(np.ascontiguousarray(w_cols.T), *parts),
                                w_cols.T @ x.T, atol=1e-12)
     cols, block = kernels.csr_t_dense(parts[0], parts[1], parts[2], w_rows, x.shape[1])
@@ -51,12 +60,21 @@ def test_kernels_match_dense(name, width):
     np.testing.assert_allclose(full, x.T @ w_rows, atol=1e-12)
 
 
+@pytest.mark.parametrize("rows", [slice(0, 0), slice(0, 1), slice(1, 3), slice(3, 4)])
+def test_csr_dense_on_a_block_of_rows(rows):
+    """A slice of indptr (its values still index the whole indices/data) gives those rows:
+    how the operator splits the product over threads."""
+    x = _case("sparse")
+    w = np.random.default_rng(2).normal(size=(x.shape[1], 3))
+    np.testing.assert_allclose(_csr_dense(_csr(x), w, rows), x[rows] @ w, atol=1e-12)
+
+
 def test_float32_stays_float32():
     x = _case("sparse", np.float32)
     parts = _csr(x)
     w = np.ones((x.shape[1], 2), np.float32)
     g = np.ones((x.shape[0], 2), np.float32)
-    assert kernels.csr_dense(*parts, w).dtype == np.float32
+    assert _csr_dense(parts, w).dtype == np.float32
     assert kernels.dense_csr_t(np.ascontiguousarray(w.T), *parts).dtype == np.float32
     assert kernels.csr_t_dense(parts[0], parts[1], parts[2], g, x.shape[1])[1].dtype == np.float32
 

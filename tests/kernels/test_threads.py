@@ -1,0 +1,39 @@
+"""nets.kernels.threads.split: parts cover the range in order, small work stays whole,
+errors in any part reach the caller."""
+import threading
+
+import pytest
+
+from nets.kernels import threads
+
+
+@pytest.mark.parametrize("count", [3, 4, 10, 1001])
+def test_parts_cover_the_range_in_order(split_kernels, count):
+    parts = threads.split(lambda a, b: (a, b), count, work=30)
+    assert len(parts) == 3
+    assert parts[0][0] == 0 and parts[-1][1] == count
+    assert all(p[1] == q[0] and p[0] < p[1] for p, q in zip(parts, parts[1:]))
+
+
+def test_the_last_part_runs_in_the_caller(split_kernels):
+    names = threads.split(lambda a, b: threading.current_thread(), 8, work=30)
+    assert names[-1] is threading.current_thread()
+    assert all(t is not threading.current_thread() for t in names[:-1])
+
+
+@pytest.mark.parametrize("count, work, expected", [
+    (10, 0, 1), (10, 1, 1), (10, 2, 2), (2, 30, 2), (0, 30, 1), (1, 30, 1)])
+def test_no_part_smaller_than_the_grain(split_kernels, count, work, expected):
+    # GRAIN is 1 under split_kernels: work 1 is one part's worth
+    parts = threads.split(lambda a, b: (a, b), count, work)
+    assert len(parts) == expected
+    assert parts[0][0] == 0 and parts[-1][1] == count
+
+
+def test_an_error_in_a_worker_part_is_raised(split_kernels):
+    def run(a, b):
+        if a == 0:
+            raise ValueError("part 0 failed")
+        return a
+    with pytest.raises(ValueError, match="part 0 failed"):
+        threads.split(run, 9, work=30)
