@@ -9,7 +9,6 @@ they are emptied, so the next batch starts from no rows.
 from . import optim
 from .base import NetsError
 from .layers.parameter import Parameter, ParameterDict
-from .ndarray.creation import zeros_sparse
 from .optim.states import load_states, save_states
 
 __all__ = ["Trainer"]
@@ -102,8 +101,7 @@ class Trainer:
             self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
             if grad.stype == "row_sparse":  # empty it: no rows until the next backward
-                grad._set_parts(zeros_sparse("row_sparse", grad.shape, grad.context,
-                                             grad.dtype), copy=False)
+                grad._set_parts(grad._empty(grad.shape, grad.dtype), copy=False)
 
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):

@@ -4,8 +4,9 @@ Invariants the caller (``nets.optim``) guarantees:
 - every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
   storage; all have one float dtype and so has every float scalar argument (the arithmetic
   runs in the array dtype, as MXNet's kernels do);
-- update ``k`` (``0 <= k < count``) touches row ``pos[0, k]`` of the weight, row ``pos[1, k]``
-  of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
+- update ``k`` (``start <= k < stop``: threads may each take a range of the updates)
+  touches row ``pos[0, k]`` of the weight, row ``pos[1, k]`` of the gradient and row
+  ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
   from a sparse gradient points at a zero row appended to its data). An empty ``pos`` (no
   columns) means row ``k`` of every operand: the dense path builds no index array. A state
   the optimizer does not use is a ``(0, cols)`` placeholder, never read;
@@ -19,11 +20,12 @@ decay geometrically into float32 denormals after ~800 steps, and arithmetic on d
 
 Divisions use ``np.divide`` (numpy's error model): numba's ``/`` checks every float divisor
 for zero, and that branch keeps LLVM from vectorising the loop over a row. Each row is taken
-as a 1-D view first, for the same reason. The kernels are serial: a vectorised dense pass
-is memory-bound, and on the 2-core benchmark machine a second thread did not speed it up,
-while lazy steps are too short to repay starting threads (benchmarks/bench_optim.py). A lazy
-step reads and writes scattered rows, so it waits on memory latency: ``_ahead`` prefetches
-the rows of the update ``PREFETCH_AHEAD`` steps later (1.4x faster on 1M x 64 Adam).
+as a 1-D view first, for the same reason. A lazy step reads and writes scattered rows, so it
+waits on memory latency: ``_ahead`` prefetches the rows of the update ``PREFETCH_AHEAD``
+steps later (1.4x faster on 1M x 64 Adam), and the optimizer splits a large lazy step over
+threads (``nets.kernels.threads``), each core bringing its own rows in. No ``parallel=True``:
+a dense pass is memory-bound (a second thread did not speed it up on the 2-core benchmark
+machine) and OpenMP's barrier made calls 14-50x slower whenever another process held a core.
 """
 import numpy as np
 
@@ -39,12 +41,12 @@ def _at(pos, operand, k):
 
 
 @jit
-def _ahead(pos, k, count, operand, a):
+def _ahead(pos, k, stop, operand, a):
     """Prefetch the row of ``a`` (operand ``operand`` of ``pos``) that update ``k +
     PREFETCH_AHEAD`` touches; nothing on the dense path (rows in order: the hardware
     prefetcher follows them) or for a placeholder state."""
     q = k + PREFETCH_AHEAD
-    if pos.shape[1] and q < count and a.shape[0]:
+    if pos.shape[1] and q < stop and a.shape[0]:
         prefetch_row(a, pos[operand, q])
 
 
@@ -66,7 +68,7 @@ def _clip(x, bound):
 
 
 @jit
-def sgd(pos, count, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
+def sgd(pos, start, stop, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
     """SGD (MXNet ``sgd_update`` / ``sgd_mom_update``)::
 
         step = -lr * (wd * w + clip(rescale * g))
@@ -74,10 +76,10 @@ def sgd(pos, count, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
         w += step
     """
     tiny = w.dtype.type(TINY)
-    for k in range(count):
-        _ahead(pos, k, count, 0, w)
+    for k in range(start, stop):
+        _ahead(pos, k, stop, 0, w)
         if has_mom:
-            _ahead(pos, k, count, 2, mom)
+            _ahead(pos, k, stop, 2, mom)
         wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
         mr = mom[_at(pos, 2, k)] if has_mom else wr
         for j in range(w.shape[1]):
@@ -89,7 +91,8 @@ def sgd(pos, count, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
 
 
 @jit
-def adam(pos, count, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip, decoupled):
+def adam(pos, start, stop, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
+         decoupled):
     """Adam (MXNet ``adam_update``; ``lr`` carries the bias correction)::
 
         x = clip(rescale * g + wd * w)
@@ -101,10 +104,10 @@ def adam(pos, count, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, cl
     ``w -= lr * (mean / (sqrt(var) + epsilon) + wd * w)``.
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    for k in range(count):
-        _ahead(pos, k, count, 0, w)
-        _ahead(pos, k, count, 2, mean)
-        _ahead(pos, k, count, 3, var)
+    for k in range(start, stop):
+        _ahead(pos, k, stop, 0, w)
+        _ahead(pos, k, stop, 2, mean)
+        _ahead(pos, k, stop, 3, var)
         wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
         mr, vr = mean[_at(pos, 2, k)], var[_at(pos, 3, k)]
         for j in range(w.shape[1]):
@@ -124,7 +127,7 @@ def adam(pos, count, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, cl
 
 
 @jit
-def adagrad(pos, count, w, g, history, lr, wd, epsilon, rescale, clip):
+def adagrad(pos, start, stop, w, g, history, lr, wd, epsilon, rescale, clip):
     """AdaGrad (MXNet ``AdaGrad``)::
 
         x = clip(rescale * g)
@@ -132,9 +135,9 @@ def adagrad(pos, count, w, g, history, lr, wd, epsilon, rescale, clip):
         w -= lr * (x / sqrt(history + epsilon) + wd * w)
     """
     tiny = w.dtype.type(TINY)
-    for k in range(count):
-        _ahead(pos, k, count, 0, w)
-        _ahead(pos, k, count, 2, history)
+    for k in range(start, stop):
+        _ahead(pos, k, stop, 0, w)
+        _ahead(pos, k, stop, 2, history)
         wr, gr, hr = w[_at(pos, 0, k)], g[_at(pos, 1, k)], history[_at(pos, 2, k)]
         for j in range(w.shape[1]):
             wj = wr[j]
@@ -145,7 +148,7 @@ def adagrad(pos, count, w, g, history, lr, wd, epsilon, rescale, clip):
 
 
 @jit
-def rmsprop(pos, count, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
+def rmsprop(pos, start, stop, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
             clip_weights, centered):
     """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::
 
@@ -158,12 +161,12 @@ def rmsprop(pos, count, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, res
         w = clip(w, clip_weights)
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    for k in range(count):
-        _ahead(pos, k, count, 0, w)
-        _ahead(pos, k, count, 2, n)
+    for k in range(start, stop):
+        _ahead(pos, k, stop, 0, w)
+        _ahead(pos, k, stop, 2, n)
         if centered:
-            _ahead(pos, k, count, 3, mg)
-            _ahead(pos, k, count, 4, delta)
+            _ahead(pos, k, stop, 3, mg)
+            _ahead(pos, k, stop, 4, delta)
         wr, gr, nr = w[_at(pos, 0, k)], g[_at(pos, 1, k)], n[_at(pos, 2, k)]
         gmr = mg[_at(pos, 3, k)] if centered else nr
         dr = delta[_at(pos, 4, k)] if centered else nr
@@ -185,7 +188,7 @@ def rmsprop(pos, count, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, res
 
 
 @jit
-def ftrl(pos, count, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+def ftrl(pos, start, stop, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
     """FTRL-proximal (MXNet ``ftrl_update``)::
 
         x = clip(rescale * g)
@@ -194,10 +197,10 @@ def ftrl(pos, count, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
         w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  if |z| > lamda1  else 0
     """
     tiny = w.dtype.type(TINY)
-    for k in range(count):
-        _ahead(pos, k, count, 0, w)
-        _ahead(pos, k, count, 2, z)
-        _ahead(pos, k, count, 3, n)
+    for k in range(start, stop):
+        _ahead(pos, k, stop, 0, w)
+        _ahead(pos, k, stop, 2, z)
+        _ahead(pos, k, stop, 3, n)
         wr, gr = w[_at(pos, 0, k)], g[_at(pos, 1, k)]
         zr, nr = z[_at(pos, 2, k)], n[_at(pos, 3, k)]
         for j in range(w.shape[1]):

@@ -27,5 +27,5 @@ class AdaGrad(Optimizer):
         return self._zeros_like(weight)  # history
 
     def _step(self, index, rows, lr, wd):
-        rows.run(kernels.optim.adagrad, lr, wd, self.float_stable_eps, self.rescale_grad,
-                 self._clip)
+        rows.run(kernels.optim.adagrad, (lr, wd, self.float_stable_eps, self.rescale_grad,
+                                         self._clip))

@@ -40,8 +40,8 @@ class Adam(Optimizer):
         if self.correct_bias:
             t = self._index_update_count[index]
             lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
-        rows.run(kernels.optim.adam, lr, self.beta1, self.beta2, self.epsilon, wd,
-                 self.rescale_grad, self._clip, self._decoupled)
+        rows.run(kernels.optim.adam, (lr, self.beta1, self.beta2, self.epsilon, wd,
+                                      self.rescale_grad, self._clip), self._decoupled)
 
 
 @register

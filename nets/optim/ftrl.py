@@ -31,8 +31,8 @@ class FTRL(Optimizer):
         return self._zeros_like(weight), self._zeros_like(weight)  # z, n
 
     def _step(self, index, rows, lr, wd):
-        rows.run(kernels.optim.ftrl, lr, self.lamda1, self.beta, wd, self.rescale_grad,
-                 self._clip)
+        rows.run(kernels.optim.ftrl, (lr, self.lamda1, self.beta, wd, self.rescale_grad,
+                                      self._clip))
 
 
 Ftrl = FTRL  # MXNet's spelling

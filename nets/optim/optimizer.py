@@ -8,6 +8,7 @@ row_sparse gradient and ``lazy_update=True`` those are the gradient's rows only:
 of the weight or of any state is read or written. Otherwise (a dense gradient, or
 ``lazy_update=False``) every row is updated and an absent gradient row counts as zero.
 """
+import functools
 import math
 import numbers
 import warnings
@@ -23,6 +24,7 @@ __all__ = ["Optimizer", "register", "create", "WD_MODES"]
 
 WD_MODES = ("lazy", "catchup", "dense")
 _INDEX = np.int64
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # the dtypes optimizers update
 
 
 class Optimizer:
@@ -89,6 +91,7 @@ class Optimizer:
         self._index_update_count = {}
         self._log_decay = {}  # index -> sum over steps of log(1 - lr * wd)   (wd_mode='catchup')
         self._row_log_decay = {}  # index -> per row: that sum when the row was last updated
+        self._last_operands = {}  # index -> its last dense _Operands, reused while they match
 
     # -- registry ------------------------------------------------------------------------
     @staticmethod
@@ -219,12 +222,24 @@ class Optimizer:
             return
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        rows = _RowPlan(weight, grad, _as_tuple(state), self.lazy_update, self._kernel_states)
-        if self.wd_mode == "catchup":
+        rows = _RowPlan(self._operands(index, weight, _as_tuple(state)), grad, self.lazy_update)
+        wd_mode = self._wd_mode
+        if wd_mode == "catchup":
             self._catch_up(index, rows, lr * wd)
         self._step(index, rows, lr, wd)
-        if self.wd_mode == "dense" and wd and rows.ids is not None:
+        if wd_mode == "dense" and wd and rows.ids is not None:
             rows.decay_untouched(1.0 - lr * wd)
+
+    def _operands(self, index, weight, states):
+        """The checked ``_Operands`` of parameter ``index``: the last ones while the same
+        dense arrays, with the same buffers, come back (the checks are not repeated)."""
+        last = self._last_operands.get(index)
+        if last is not None and last.match(weight, states):
+            return last
+        operands = _Operands(weight, states, self._kernel_states)
+        if operands.arrays is not None:
+            self._last_operands[index] = operands
+        return operands
 
     def update_multi_precision(self, index, weight, grad, state):
         """``update``, through the float32 master copy for a float16 weight when
@@ -330,60 +345,92 @@ def _storage2d(a):
     return a._data.reshape(len(a._indices), math.prod(a.shape[1:]))
 
 
-class _RowPlan:
-    """Which rows of the weight, the gradient and each state one update touches.
+class _Operands:
+    """The weight and its states (padded to ``nstates`` with None), checked.
 
-    ``arrays``: 2-D numpy views ``[weight, gradient, *states]``, the states padded to
-    ``nstates`` with ``(0, cols)`` placeholders for absent (None) states; ``pos`` and
-    ``count`` as ``nets.kernels.optim`` takes them; ``ids``: the weight's row ids being
-    updated (None: every row); ``given``: which states are not None. A row_sparse weight
-    or state lacking a row to update gets it inserted (zero), and a row_sparse state is
-    filled to the rows the weight stores, as MXNet did, so that it grows once instead of on
-    every step.
+    ``nrows`` and ``dtype``: the weight's; ``given``: which states are not None;
+    ``arrays``: when the weight and every state are dense, their 2-D views as the kernels
+    take them (a ``(0, cols)`` placeholder for a None state), else None: a row_sparse one
+    may gain rows before the update views it.
     """
 
-    def __init__(self, weight, grad, states, lazy, nstates):
-        states = tuple(states) + (None,) * (nstates - len(states))
+    def __init__(self, weight, states, nstates):
+        self.key = (weight, *states)
+        states = states + (None,) * (nstates - len(states))
         _check_operand(weight, "weight", weight)
-        _check_operand(grad, "grad", weight)
         for i, state in enumerate(states):
             if state is not None:
                 _check_operand(state, f"state {i}", weight)
-        self.nrows = n = weight.shape[0] if weight.ndim else 1
+        self.weight, self.states = weight, states
+        self.nrows = weight.shape[0] if weight.ndim else 1
         self.dtype = weight.dtype
+        self.given = tuple(state is not None for state in states)
+        self.arrays = self.buffers = None
+        if all(a is None or a.stype == "default" for a in self.key):
+            self.buffers = tuple(None if a is None else a._np for a in self.key)
+            w = _view2d(weight._np, "weight")
+            self.arrays = [w] + [_placeholder(w.dtype, w.shape[1]) if state is None
+                                 else _view2d(state._np, f"state {i}")
+                                 for i, state in enumerate(states)]
+
+    def match(self, weight, states):
+        """Whether ``weight`` and ``states`` are the dense arrays these were made of, still
+        holding the same buffers."""
+        key = (weight, *states)
+        return len(key) == len(self.key) and all(
+            a is b and (a is None or a._np is buffer)
+            for a, b, buffer in zip(key, self.key, self.buffers))
+
+
+class _RowPlan:
+    """Which rows of the weight, the gradient and each state one update touches.
+
+    ``arrays``: 2-D numpy views ``[weight, gradient, *states]``, the states padded with
+    ``(0, cols)`` placeholders for absent (None) states; ``pos`` and ``count`` as
+    ``nets.kernels.optim`` takes them; ``ids``: the weight's row ids being updated (None:
+    every row); ``given``: which states are not None. A row_sparse weight or state lacking
+    a row to update gets it inserted (zero), and a row_sparse state is filled to the rows
+    the weight stores, as MXNet did, so that it grows once instead of on every step.
+    """
+
+    def __init__(self, operands, grad, lazy):
+        weight = operands.weight
+        _check_operand(grad, "grad", weight)
+        self.nrows = n = operands.nrows
+        self.dtype, self.given = operands.dtype, operands.given
         # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
         # lazy update never sees a row twice and needs no coalescing.
         self.ids = grad._indices if grad.stype == "row_sparse" and lazy else None
         self.count = n if self.ids is None else len(self.ids)
-        lines = [self._line(weight, None)]
-        self.arrays = [self._array(weight, "weight")]
         if grad.stype == "default":
-            lines.append(None)
-            self.arrays.append(_view2d(np.ascontiguousarray(grad._np), "gradient"))
+            grad_line, grad_data = None, _view2d(np.ascontiguousarray(grad._np), "gradient")
         else:
             k = len(grad._indices)
-            data = _storage2d(grad)
+            grad_data = _storage2d(grad)
             if self.ids is not None:
-                lines.append(np.arange(k, dtype=_INDEX))
+                grad_line = np.arange(k, dtype=_INDEX)
             else:  # every row: an absent gradient row reads an appended zero row
-                line = np.full(n, k, dtype=_INDEX)
-                line[grad._indices] = np.arange(k, dtype=_INDEX)
-                lines.append(line)
-                data = np.concatenate([data, np.zeros((1, data.shape[1]), data.dtype)])
-            self.arrays.append(data)
-        fill = weight._indices if weight.stype == "row_sparse" else None
-        cols = self.arrays[0].shape[1]
-        self.given = tuple(state is not None for state in states)
-        for i, state in enumerate(states):
-            if state is None:  # the kernel never reads it (nor its line of pos)
-                lines.append(None)
-                self.arrays.append(np.empty((0, cols), dtype=self.dtype))
-            else:
-                lines.append(self._line(state, fill))
-                self.arrays.append(self._array(state, f"state {i}"))
+                grad_line = np.full(n, k, dtype=_INDEX)
+                grad_line[grad._indices] = np.arange(k, dtype=_INDEX)
+                grad_data = np.concatenate([grad_data, np.zeros((1, grad_data.shape[1]),
+                                                                grad_data.dtype)])
+        if operands.arrays is not None:  # all dense: row k is row k of each storage
+            w, *states = operands.arrays
+            lines = [self.ids] * (1 + len(states))  # a placeholder's line is never read
+        else:
+            fill = weight._indices if weight.stype == "row_sparse" else None
+            lines = [self._line(weight, None)]
+            w = self._array(weight, "weight")
+            states = []
+            for i, state in enumerate(operands.states):
+                lines.append(None if state is None else self._line(state, fill))
+                states.append(_placeholder(w.dtype, w.shape[1]) if state is None
+                              else self._array(state, f"state {i}"))
+        self.arrays = [w, grad_data, *states]
+        lines.insert(1, grad_line)
         self.weight_rows = lines[0]
         if all(line is None for line in lines):
-            self.pos = np.empty((len(lines), 0), dtype=_INDEX)  # every row, in order
+            self.pos = _no_positions(len(lines))  # every row, in order
         else:
             every = None
             for i, line in enumerate(lines):
@@ -391,7 +438,7 @@ class _RowPlan:
                     if every is None:
                         every = np.arange(self.count, dtype=_INDEX)
                     lines[i] = every
-            self.pos = np.stack(lines)
+            self.pos = np.array(lines, dtype=_INDEX)
 
     def _line(self, a, fill):
         """Positions in ``a``'s storage of the rows to update (None: row k is row k)."""
@@ -407,11 +454,17 @@ class _RowPlan:
     def _array(a, what):
         return _view2d(a._np, what) if a.stype == "default" else _storage2d(a)
 
-    def run(self, kernel, *scalars):
-        """``kernel(pos, count, *arrays, *scalars)``, float scalars cast to the dtype."""
-        cast = self.dtype.type
-        scalars = [s if isinstance(s, bool) else cast(s) for s in scalars]
-        kernel(self.pos, self.count, *self.arrays, *scalars)
+    def run(self, kernel, floats, *flags):
+        """``kernel(pos, start, stop, *arrays, *floats, *flags)`` over every update,
+        ``floats`` cast to the dtype. A lazy update waits on memory latency (scattered rows),
+        so a large one is split over threads: each core keeps its own rows in flight. A
+        dense pass streams memory at the bandwidth one core already gets: one call."""
+        pos, args = self.pos, (*self.arrays, *np.array(floats, self.dtype), *flags)
+        if not pos.shape[1]:
+            kernel(pos, 0, self.count, *args)
+            return
+        kernels.threads.split(lambda a, b: kernel(pos, a, b, *args), self.count,
+                              self.count * self.arrays[0].shape[1])
 
     def _weight_positions(self):
         line = self.weight_rows
@@ -429,6 +482,18 @@ class _RowPlan:
         _scale_rows(self.arrays[0], rows, np.full(len(rows), factor))
 
 
+@functools.cache
+def _placeholder(dtype, cols):
+    """The ``(0, cols)`` array standing for an absent state (never read nor written)."""
+    return np.empty((0, cols), dtype=dtype)
+
+
+@functools.cache
+def _no_positions(lines):
+    """The empty ``pos`` of an update of every row, in order."""
+    return np.empty((lines, 0), dtype=_INDEX)
+
+
 def _scale_rows(w, rows, factors):
     """``w[rows[k]] *= factors[k]`` for 2-D ``w``."""
     kernels.optim.scale_rows(w, rows, factors.astype(w.dtype))
@@ -442,7 +507,7 @@ def _check_operand(a, what, weight):
                                f"row_sparse arrays")
     if a.shape != weight.shape:
         raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(weight.shape)}")
-    if a.dtype not in (np.float32, np.float64):
+    if a.dtype not in _FLOATS:
         hint = "; use multi_precision=True for float16" if a.dtype == np.float16 else ""
         raise DTypeError(f"{what} has dtype {a.dtype}: optimizers update float32 and float64 "
                          f"arrays{hint}")

@@ -37,5 +37,6 @@ class RMSProp(Optimizer):
 
     def _step(self, index, rows, lr, wd):
         clip_weights = -1.0 if self.clip_weights is None else self.clip_weights
-        rows.run(kernels.optim.rmsprop, lr, self.gamma1, self.gamma2, self.epsilon, wd,
-                 self.rescale_grad, self._clip, clip_weights, bool(self.centered))
+        rows.run(kernels.optim.rmsprop, (lr, self.gamma1, self.gamma2, self.epsilon, wd,
+                                         self.rescale_grad, self._clip, clip_weights),
+                 bool(self.centered))

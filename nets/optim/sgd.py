@@ -27,5 +27,5 @@ class SGD(Optimizer):
         return self._zeros_like(weight) if self.momentum != 0 else None
 
     def _step(self, index, rows, lr, wd):
-        rows.run(kernels.optim.sgd, lr, wd, self.momentum, self.rescale_grad, self._clip,
+        rows.run(kernels.optim.sgd, (lr, wd, self.momentum, self.rescale_grad, self._clip),
                  rows.given[0])

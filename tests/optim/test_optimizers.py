@@ -171,9 +171,13 @@ def test_matches_reference(case, weight_stype, grad_stype, lazy, wd, clip):
         assert weight._indices.tolist() == ([0, 1, 3, 4, 5] if lazy_rows else list(range(N)))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("weight_stype", ["default", "row_sparse"])
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_float64_matches_reference(case, weight_stype):
+def test_float64_matches_reference(case, weight_stype, threads, request):
+    """Lazy float64 updates, also split over 3 threads (however few the rows)."""
+    if threads > 1:
+        request.getfixturevalue("split_kernels")
     opt, weight, state, states, w0, s0, grads = _setup(case, weight_stype, True, np.float64,
                                                        0.1, 0.3)
     for g, rows in zip(grads, STEP_ROWS):
