@@ -10,7 +10,7 @@ from .dot import dot
 from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, TRAINING, Op
 from .shape import _backward_take, reshape
-from .sparse_ops import as_row_ids, cast_storage
+from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
 
 __all__ = ["FullyConnected", "Embedding", "Activation", "softmax", "log_softmax", "Dropout"]
@@ -130,23 +130,23 @@ def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
     return "default"
 
 
-def _embedding_ids(data, weight, input_dim, output_dim, dtype):
+def _embedding_check(weight, input_dim, output_dim, dtype):
     as_dtype(dtype)
     if weight.shape != (input_dim, output_dim):
         raise ShapeError(f"Embedding: weight has shape {weight.shape}, expected "
                          f"(input_dim={input_dim}, output_dim={output_dim})")
-    return as_row_ids(data._np, input_dim, "Embedding", "data")
 
 
 @Embedding.impl("default", "default")
 def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
-    ids = _embedding_ids(data, weight, input_dim, output_dim, dtype)
-    return NDArray(np.take(weight._np, ids, axis=0), data.context)
+    _embedding_check(weight, input_dim, output_dim, dtype)
+    return NDArray(take_rows(weight._np, data._np, "Embedding", "data"), data.context)
 
 
 @Embedding.impl("default", "row_sparse")
 def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
-    ids = _embedding_ids(data, weight, input_dim, output_dim, dtype).reshape(-1)
+    _embedding_check(weight, input_dim, output_dim, dtype)
+    ids = as_row_ids(data._np, input_dim, "Embedding", "data").reshape(-1)
     # Position of each id among the stored rows; ids not stored stay zero.
     pos = np.minimum(np.searchsorted(weight._indices, ids), len(weight._indices) - 1)
     found = np.flatnonzero(weight._indices[pos] == ids) if len(weight._indices) else pos[:0]
@@ -164,7 +164,7 @@ def _(node, g):
     """
     data, weight = node.inputs
     sparse = node.attrs["sparse_grad"] or weight.stype == "row_sparse"
-    return None, _backward_take(as_dense(g), data, shape=weight.shape, axis=0,
+    return None, _backward_take(as_dense(g), data, shape=weight.shape, axis=0, mode=None,
                                 stype="row_sparse" if sparse else "default")
 
 
@@ -204,7 +204,9 @@ def _(data, act_type):
 
 @Activation.impl("*")
 def _(data, act_type):
-    return _activation(act_type).compute((data,), {})
+    # The operator's own implementation, without a second dispatch (it never declines: every
+    # act_type has a finite f(0), so no stype falls back).
+    return _activation(act_type).find_impl((data.stype,))(data)
 
 
 # The gradient of the act_type's operator (its f' formula), with unary's storage rule.

@@ -157,9 +157,13 @@ def _csr_slice(x, rows, cols):
 
 def _reshape_target(spec, src, reverse):
     """MXNet's reshape shape inference (codes 0, -1, -2, -3, -4), checked."""
-    if (type(spec) is tuple and all(type(d) is int and d > 0 for d in spec)
-            and math.prod(spec) == math.prod(src)):
-        return spec  # plain dimensions (the vjps' case): nothing to infer
+    if type(spec) is tuple and all(type(d) is int and (d > 0 or d == -1) for d in spec):
+        # plain dimensions, at most one -1 (the common calls): no codes to parse
+        known, size, infer = math.prod(spec), math.prod(src), spec.count(-1)
+        if not infer and known == size:
+            return spec
+        if infer == 1 and size % known == 0:
+            return tuple(size // -known if d == -1 else d for d in spec)
     try:
         spec_t = tuple(int(d) for d in ((spec,) if isinstance(spec, (int, np.integer)) else spec))
     except (TypeError, ValueError) as e:
@@ -672,7 +676,9 @@ _backward_take = Op("_backward_take", ("data", "indices"),
                     {"shape": _EMPTY, "axis": 0, "mode": "clip", "stype": "default"}, doc="""\
 The adjoint of ``take``: zeros of ``shape`` with the slices of ``data`` added at
 ``indices`` along ``axis`` (repeated indices add up). ``stype='row_sparse'`` (``axis``
-0) stores only the rows taken: the embedding gradient. Its own gradient is ``take``.
+0) stores only the rows taken: the embedding gradient. ``mode=None``: the indices are
+known to be in range (an Embedding's, checked by its forward) and are not checked again.
+Its own gradient is ``take``.
 """)
 
 
@@ -683,10 +689,14 @@ def _(data, indices, shape, axis, mode, stype):
 
 @_backward_take.impl("default", "default")
 def _(data, indices, shape, axis, mode, stype):
-    axis, idx = _take_indices(shape, indices, axis, mode)
+    if mode is None:  # in range already
+        axis, idx = _axis(axis, len(shape)), _int_indices(indices, "take")
+    else:
+        axis, idx = _take_indices(shape, indices, axis, mode)
     # Sort the indices and add up the runs of equal ones (axis moved to the front).
-    rows, sums = _sum_by_key(idx.reshape(-1), np.moveaxis(
-        data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:]), axis, 0), shape[axis])
+    g = data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:])
+    rows, sums = _sum_by_key(idx.reshape(-1), np.moveaxis(g, axis, 0) if axis else g,
+                             shape[axis])
     if stype == "row_sparse":
         return RowSparseNDArray(sums, rows, shape, data.context)
     out = np.zeros(shape, data.dtype)
@@ -697,7 +707,7 @@ def _(data, indices, shape, axis, mode, stype):
 @_vjp(_backward_take, "indices")
 def _(node, g):
     a = node.attrs
-    return take(as_dense(g), node.inputs[1], axis=a["axis"], mode=a["mode"]), None
+    return take(as_dense(g), node.inputs[1], axis=a["axis"], mode=a["mode"] or "clip"), None
 
 
 # -- expand_dims / broadcast_to / flatten ---------------------------------------------------

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from .. import kernels
 from ..base import INDEX_DTYPE, NetsError, ShapeError, check_stype
 from ..ndarray.creation import zeros_sparse
 from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
@@ -86,6 +87,23 @@ def as_row_ids(ids, n, op, arg):
     return ids.astype(INDEX_DTYPE, copy=False)
 
 
+def take_rows(table, ids, op, arg):
+    """``table[ids]`` for a 2-D numpy ``table``, the ``ids`` (numpy, any shape) checked as
+    ``as_row_ids`` checks them, in the pass that gathers the rows (one kernel)."""
+    flat = ids.ravel()
+    if flat.dtype.kind not in "biuf":  # complex, object, ...: the generic check decides
+        flat = as_row_ids(ids, len(table), op, arg).ravel()
+    table = np.ascontiguousarray(table)
+    # The gather only moves bits: viewed as unsigned ints of the item size (or a divisor of
+    # it), every dtype of one size shares a kernel specialisation (and numba has no float16).
+    rows, bad = kernels.embedding.gather_rows(
+        table.view(f"u{math.gcd(table.itemsize, 8)}"),
+        flat.astype(np.float64 if flat.dtype.kind == "f" else INDEX_DTYPE, copy=False))
+    if bad >= 0:
+        as_row_ids(ids, len(table), op, arg)  # raises, naming the first bad id
+    return rows.view(table.dtype).reshape(ids.shape + table.shape[1:])
+
+
 def _bad_id(ids, flat, op, arg, why):
     pos = ", ".join(str(int(i)) for i in np.unravel_index(flat, ids.shape))
     raise NetsError(f"{op}: {arg}[{pos}]={ids.reshape(-1)[flat].item()!r} {why}")
@@ -161,7 +179,6 @@ def _sum_by_key(keys, values, upper=None):
     a linear-time radix sort; others by numpy's stable sort, which merges the sorted runs of
     concatenated csr terms in linear time.
     """
-    from .. import kernels
     dtype = values.dtype
     rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])),
                                 np.float32 if dtype == np.float16 else None)  # numba: no f16

@@ -105,6 +105,25 @@ def test_embedding(wstype, density, dtype, id_dtype, no_densify):
     assert_almost_equal(y, dense_values(w)[ids.astype(int)])
 
 
+@pytest.mark.parametrize("wdtype", ["float16", "int32", "complex128", "bool"])
+@pytest.mark.parametrize("id_dtype", ["int64", "uint8", "bool", "float16", "float64"])
+def test_embedding_gathers_any_dtype(wdtype, id_dtype):
+    """The gather moves bits, so every weight dtype is looked up exactly."""
+    w = np.arange(18).reshape(6, 3).astype(wdtype)
+    if w.dtype.kind == "c":
+        w -= 1j * w  # imaginary parts too
+    ids = np.array([[1, 0], [1, 1]], dtype=id_dtype)
+    y = nd.Embedding(nd.array(ids, dtype=id_dtype), nd.array(w, dtype=wdtype), 6, 3)
+    assert y.dtype == np.dtype(wdtype) and y.shape == (2, 2, 3)
+    np.testing.assert_array_equal(y.asnumpy(), w[ids.astype(int)])
+
+
+def test_embedding_scalar_id():
+    w = rand_ndarray((4, 3))
+    y = nd.Embedding(nd.array(np.array(2.0)), w, input_dim=4, output_dim=3)
+    assert_almost_equal(y, w.asnumpy()[2], rtol=0, atol=0)
+
+
 def test_embedding_empty_ids():
     y = nd.Embedding(nd.zeros((0,)), rand_ndarray((4, 2), "row_sparse"), 4, 2)
     assert y.shape == (0, 2)
@@ -116,6 +135,7 @@ def test_embedding_empty_ids():
     ([[0, 1], [1, 4]], r"data\[1, 1\]=4.0 is out of range \[0, 4\)"),
     ([[-1, 1], [1, 0]], r"data\[0, 0\]=-1.0 is out of range"),
     ([[0, np.inf], [1, 0]], r"data\[0, 1\]=inf is out of range"),
+    ([[0, 9], [0.5, 0]], r"data\[1, 0\]=0.5 is not a whole number"),  # before any range error
 ])
 @pytest.mark.parametrize("wstype", ["default", "row_sparse"])
 def test_embedding_bad_ids(ids, match, wstype):

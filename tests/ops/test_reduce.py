@@ -5,6 +5,7 @@ import pytest
 import nets
 from nets import nd
 from nets.base import NetsError, ShapeError
+from nets.ndarray.dense import NDArray
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 
 
@@ -180,3 +181,38 @@ def test_bad_arguments_name_the_value(stype):
         nd.norm(x, ord=3)
     with pytest.raises(ShapeError, match=r"axis=\(0, 1\) must be an int"):
         nd.argmax(x.tostype("default"), axis=(0, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("shape, axis", [
+    ((1000, 32), 1), ((7, 128), -1), ((7, 129), 1), ((3, 4, 5), (1, 2)), ((3, 4, 5), 2),
+    ((3, 4, 5), (0, 2)), ((5, 1), 1), ((0, 8), 1), ((2, 3), None)])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_sum_mean_over_trailing_axes(op, shape, axis, dtype):
+    """Short trailing rows (one matrix-vector product) and everything else agree with numpy;
+    integer sums stay exact."""
+    rng = np.random.default_rng(0)
+    integer = np.dtype(dtype).kind == "i"
+    a = (rng.integers(-2 ** 20, 2 ** 20, shape) if integer else rng.normal(size=shape))
+    a = a.astype(dtype) * (2 ** 30 if dtype == np.int64 else 1)
+    y = getattr(nd, op)(nd.array(a, dtype=dtype), axis=axis)
+    assert y.dtype == dtype
+    if integer and op == "sum":
+        np.testing.assert_array_equal(y.asnumpy(), _oracle(np.sum, a, axis, False))
+    else:  # an integer mean is truncated to the input dtype
+        assert_almost_equal(y, _oracle(getattr(np, op), a.astype(np.float64), axis, False),
+                            **({"rtol": 0, "atol": 1} if integer else {}))
+
+
+def test_sum_of_a_non_contiguous_array():
+    a = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float32)
+    assert_almost_equal(nd.sum(NDArray(a[:, ::2]), axis=1), a[:, ::2].sum(axis=1))
+
+
+def test_long_float32_rows_keep_pairwise_accuracy():
+    """A sequential float32 sum of 10^6 values in [0, 1) is off by ~1e-4; numpy's pairwise
+    summation (and nets') by ~1e-8."""
+    a = np.random.default_rng(0).random((2, 10 ** 6)).astype(np.float32)
+    exact = a.astype(np.float64).sum(axis=1)
+    for y in (nd.sum(nd.array(a), axis=1), nd.mean(nd.array(a), axis=1) * a.shape[1]):
+        assert np.max(np.abs(y.asnumpy() / exact - 1)) < 1e-6

@@ -4,7 +4,9 @@ import pytest
 
 import nets
 from nets import autograd, nd
-from nets.test_utils import check_numeric_gradient, rand_ndarray
+from nets.ops import OPS
+from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
+from tests.ops.test_nn_grad import check_second_order
 
 AXES = [None, 0, 1, (0, 1), -1]
 
@@ -65,3 +67,22 @@ def test_argmax_has_no_gradient_path():
         y = nd.argmax(x, axis=1) * 2
     with pytest.raises(nets.NetsError, match="argmax"):
         y.backward()
+
+
+@pytest.mark.parametrize("shape, axes, gshape, scale", [
+    ((3, 4), (1,), (3,), 1.0), ((3, 4), (1,), (3, 1), 0.25), ((2, 3, 4), (0, 2), (3,), 0.5),
+    ((2, 3), (0, 1), (1,), 1.0), ((2, 3), (), (2, 3), 2.0)])
+def test_backward_sum_gradient_is_scaled_sum(shape, axes, gshape, scale):
+    fn = OPS["_backward_sum"]
+    g = rand_ndarray(gshape, dtype="float64")
+    assert_almost_equal(fn(g, shape=shape, axes=axes, scale=scale),
+                        np.broadcast_to(g.asnumpy().reshape(
+                            [1 if a in axes else d for a, d in enumerate(shape)]) * scale, shape))
+    check_numeric_gradient(lambda g: fn(g, shape=shape, axes=axes, scale=scale), [g])
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_sum_mean_second_order(op):
+    """The gradient is one operator (``_backward_sum``), recorded under create_graph."""
+    x = rand_ndarray((3, 4), dtype="float64")
+    check_second_order(lambda a: getattr(nd, op)(a, axis=1) ** 2, x)

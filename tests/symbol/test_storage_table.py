@@ -30,7 +30,7 @@ SAMPLE_ATTRS.update({name: {"scalar": 2.0} for name, op in OPS.items()
                      if op.attrs == {"scalar": _EMPTY}})
 # Operators with required attributes that this sweep skips: internal gradient helpers
 # whose attributes describe another operator's call.
-SKIPPED = {"_backward_slice", "_backward_take"}
+SKIPPED = {"_backward_slice", "_backward_sum", "_backward_take"}
 # Input shapes other than (N, N).
 SHAPES = {("pick", "index"): (N,), ("SoftmaxOutput", "label"): (N,), ("take", "indices"): (N,),
           ("FullyConnected", "bias"): (N,)}
