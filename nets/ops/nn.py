@@ -8,7 +8,7 @@ from ..ndarray.dense import NDArray
 from . import unary
 from .dot import dot
 from .elemwise import _sum_to, multiply
-from .registry import _EMPTY, TRAINING, Op
+from .registry import _EMPTY, RECORDER, TRAINING, Op
 from .shape import _backward_take, reshape
 from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
@@ -93,6 +93,15 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: that input takes no gradient (a constant), skip its product
     g = as_dense(g)
+    if data.stype == "default" and RECORDER.get() is None:
+        # not differentiated again: the same products in numpy, without dispatching ops
+        g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
+        return (None if wants[0] is None else
+                NDArray((g2 @ weight._np).reshape(data.shape), ctx),
+                None if wants[1] is None else
+                NDArray(g2.T @ data._np.reshape(g2.shape[0], -1), ctx),
+                None if bias is None or wants[2] is None else
+                NDArray(g2.sum(axis=0, dtype=g2.dtype), ctx))
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
     d_data = d_weight = None
     if data.stype == "csr":
