@@ -87,7 +87,7 @@ VARIANTS = [
 MODULES = {"nets": "nets", "torch": "torch", "sklearn": "sklearn", "numpy": "numpy",
            "python": "json"}
 MXNET_LIBSVMITER_MBS = 110  # the top of MXNet's LibSVMIter figure (~90-110 MB/s)
-W0_BUDGET_US = 250  # see README.md: ~14 op applications, 2 updates, the engine
+W0_BUDGET_US = 175  # see README.md: ~8 op applications, 2 updates, the engine
 
 
 # ============================================================================ workers =====

@@ -9,9 +9,10 @@ Invariants every kernel here trusts (the operator validates first):
 No ``parallel=True``: on 2 cores it won at best 0.1 ms on the 512 x 10^6 benchmark batch,
 and when another process held the second core the OpenMP barrier made ``csr_dense`` 50x
 slower (12 ms vs 0.23 ms; see benchmarks/README.md); the operator splits ``csr_dense``
-over threads by blocks of rows instead (``nets.kernels.threads``). What a serial loop over scattered
-rows of a large weight waits for is memory latency, not bandwidth: ``prefetch_row`` asks for
-the rows a few iterations ahead (also used by the lazy optimizer kernels).
+over threads by blocks of rows instead (``nets.kernels.threads``). What a loop over
+scattered rows of a large weight waits for is memory latency, not bandwidth:
+``prefetch_row`` asks for the rows a few iterations ahead (also used by the lazy optimizer
+kernels).
 """
 import numpy as np
 
