@@ -86,6 +86,8 @@ def csr_t_dense(indptr, indices, data, w, n_cols):
     for i in range(len(indptr) - 1):
         wr = w[i]
         for p in range(indptr[i], indptr[i + 1]):
+            if p + PREFETCH_AHEAD < nnz:
+                prefetch_row(block, slot[p + PREFETCH_AHEAD])
             v, out = data[p], block[slot[p]]
             for j in range(n):
                 out[j] += v * wr[j]
