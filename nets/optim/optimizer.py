@@ -10,6 +10,7 @@ of the weight or of any state is read or written. Otherwise (a dense gradient, o
 """
 import functools
 import math
+import weakref
 import numbers
 import warnings
 
@@ -222,7 +223,10 @@ class Optimizer:
             return
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        rows = _RowPlan(self._operands(index, weight, _as_tuple(state)), grad, self.lazy_update)
+        states = _as_tuple(state)
+        states += (None,) * (self._kernel_states - len(states))
+        rows = _RowPlan(self._operands(index, weight, states), weight, states, grad,
+                        self.lazy_update)
         wd_mode = self._wd_mode
         if wd_mode == "catchup":
             self._catch_up(index, rows, lr * wd)
@@ -236,8 +240,9 @@ class Optimizer:
         last = self._last_operands.get(index)
         if last is not None and last.match(weight, states):
             return last
-        operands = _Operands(weight, states, self._kernel_states)
+        operands = _Operands(weight, states)
         if operands.arrays is not None:
+            operands.watch((weight, *states), self, index)
             self._last_operands[index] = operands
         return operands
 
@@ -346,40 +351,51 @@ def _storage2d(a):
 
 
 class _Operands:
-    """The weight and its states (padded to ``nstates`` with None), checked.
+    """The weight and its states (padded with None to the kernel's count), checked.
 
     ``nrows`` and ``dtype``: the weight's; ``given``: which states are not None;
     ``arrays``: when the weight and every state are dense, their 2-D views as the kernels
     take them (a ``(0, cols)`` placeholder for a None state), else None: a row_sparse one
-    may gain rows before the update views it.
+    may gain rows before the update views it. The arrays themselves are only referred to
+    weakly, so a cached ``_Operands`` never keeps a dropped weight alive.
     """
 
-    def __init__(self, weight, states, nstates):
-        self.key = (weight, *states)
-        states = states + (None,) * (nstates - len(states))
+    def __init__(self, weight, states):
         _check_operand(weight, "weight", weight)
         for i, state in enumerate(states):
             if state is not None:
                 _check_operand(state, f"state {i}", weight)
-        self.weight, self.states = weight, states
         self.nrows = weight.shape[0] if weight.ndim else 1
         self.dtype = weight.dtype
         self.given = tuple(state is not None for state in states)
-        self.arrays = self.buffers = None
-        if all(a is None or a.stype == "default" for a in self.key):
-            self.buffers = tuple(None if a is None else a._np for a in self.key)
+        self.arrays = self._refs = None
+        key = (weight, *states)
+        if all(a is None or a.stype == "default" for a in key):
             w = _view2d(weight._np, "weight")
             self.arrays = [w] + [_placeholder(w.dtype, w.shape[1]) if state is None
                                  else _view2d(state._np, f"state {i}")
                                  for i, state in enumerate(states)]
+            # (ids of the buffers: the views above keep them alive, so no id is reused)
+            self._buffers = tuple(None if a is None else id(a._np) for a in key)
+
+    def watch(self, key, optimizer, index):
+        """Refer weakly to ``key`` (the weight and states these were made of) for ``match``,
+        and drop these from ``optimizer._last_operands[index]`` as soon as one of them is
+        garbage. Only weak references: no cycle keeps the views (and buffers) alive."""
+        owner, me = weakref.ref(optimizer), weakref.ref(self)
+
+        def forget(_):
+            cache = getattr(owner(), "_last_operands", {})
+            if me() is not None and cache.get(index) is me():
+                del cache[index]
+        self._refs = tuple(None if a is None else weakref.ref(a, forget) for a in key)
 
     def match(self, weight, states):
         """Whether ``weight`` and ``states`` are the dense arrays these were made of, still
         holding the same buffers."""
-        key = (weight, *states)
-        return len(key) == len(self.key) and all(
-            a is b and (a is None or a._np is buffer)
-            for a, b, buffer in zip(key, self.key, self.buffers))
+        return self._refs is not None and all(
+            (a is None) if r is None else (r() is a and id(a._np) == buffer)
+            for a, r, buffer in zip((weight, *states), self._refs, self._buffers))
 
 
 class _RowPlan:
@@ -393,8 +409,7 @@ class _RowPlan:
     the weight stores, as MXNet did, so that it grows once instead of on every step.
     """
 
-    def __init__(self, operands, grad, lazy):
-        weight = operands.weight
+    def __init__(self, operands, weight, states, grad, lazy):
         _check_operand(grad, "grad", weight)
         self.nrows = n = operands.nrows
         self.dtype, self.given = operands.dtype, operands.given
@@ -415,18 +430,18 @@ class _RowPlan:
                 grad_data = np.concatenate([grad_data, np.zeros((1, grad_data.shape[1]),
                                                                 grad_data.dtype)])
         if operands.arrays is not None:  # all dense: row k is row k of each storage
-            w, *states = operands.arrays
-            lines = [self.ids] * (1 + len(states))  # a placeholder's line is never read
+            w, *views = operands.arrays
+            lines = [self.ids] * (1 + len(views))  # a placeholder's line is never read
         else:
             fill = weight._indices if weight.stype == "row_sparse" else None
             lines = [self._line(weight, None)]
             w = self._array(weight, "weight")
-            states = []
-            for i, state in enumerate(operands.states):
+            views = []
+            for i, state in enumerate(states):
                 lines.append(None if state is None else self._line(state, fill))
-                states.append(_placeholder(w.dtype, w.shape[1]) if state is None
-                              else self._array(state, f"state {i}"))
-        self.arrays = [w, grad_data, *states]
+                views.append(_placeholder(w.dtype, w.shape[1]) if state is None
+                             else self._array(state, f"state {i}"))
+        self.arrays = [w, grad_data, *views]
         lines.insert(1, grad_line)
         self.weight_rows = lines[0]
         if all(line is None for line in lines):

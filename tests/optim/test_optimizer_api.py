@@ -195,3 +195,25 @@ def test_argument_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         create("sgd", clip_gradient=None)  # None is the documented "off"
+
+
+def test_no_dropped_weight_or_state_is_kept_alive():
+    """The optimizer reuses its checks of a parameter's dense arrays between updates, but
+    refers to them weakly: a weight or state dropped by its owner is freed at once."""
+    import weakref
+    opt = create("adam", learning_rate=0.1)
+    w = nd.ones((4, 3))
+    state = opt.create_state(0, w)
+    for _ in range(2):
+        opt.update(0, w, nd.ones((4, 3)), state)
+    old_state = [weakref.ref(s._np) for s in state]
+    state = opt.create_state(0, w)  # e.g. Trainer.load_states replacing the states
+    opt.update(0, w, nd.ones((4, 3)), state)
+    assert all(r() is None for r in old_state)
+    before = w.asnumpy()
+    w._np = w._np.copy()  # a new buffer (set_data may replace it): views rebuilt, not stale
+    opt.update(0, w, nd.ones((4, 3)), state)
+    assert not np.array_equal(w.asnumpy(), before)
+    weight, buffer = weakref.ref(w), weakref.ref(w._np)
+    del w
+    assert weight() is None and buffer() is None
