@@ -6,6 +6,7 @@ fluent methods — lives here once. Operators are looked up lazily in
 ``nets.ops`` (which imports this module), so arrays never import operators at
 module load.
 """
+import math
 import numbers
 
 import numpy as np
@@ -90,7 +91,7 @@ class NDArray:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def ndim(self):

@@ -1,5 +1,7 @@
 """Neural-network forward operators: FullyConnected, Embedding, Activation, softmax,
 log_softmax and Dropout (MXNet's names and arguments)."""
+import math
+
 import numpy as np
 
 from .. import random as _random
@@ -48,7 +50,7 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
         raise ShapeError(f"FullyConnected: weight has shape {weight.shape}, expected "
                          f"(num_hidden={num_hidden}, in_units)")
     lead = data.shape[:1] if flatten else data.shape[:-1]
-    in_units = int(np.prod(data.shape[len(lead):], dtype=np.int64))
+    in_units = math.prod(data.shape[len(lead):])
     if data.ndim == 0 or in_units != weight.shape[1]:
         raise ShapeError(f"FullyConnected: data of shape {data.shape} (flatten={flatten}) has "
                          f"{in_units} input units but weight of shape {weight.shape} expects "
@@ -67,7 +69,7 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten):
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
     else:
-        y = data._np.reshape(int(np.prod(shape[:-1])), weight.shape[1]) @ weight._np.T
+        y = data._np.reshape(math.prod(shape[:-1]), weight.shape[1]) @ weight._np.T
     if bias is not None:
         y += bias._np
     return NDArray(y.reshape(shape), data.context)

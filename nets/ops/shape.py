@@ -766,7 +766,7 @@ stays row_sparse (its stored rows are flattened).
 def _flat_shape(shape):
     if not shape:
         raise ShapeError("flatten needs an array with at least one dimension, got a scalar")
-    return shape[0], int(np.prod(shape[1:], dtype=np.int64))
+    return shape[0], math.prod(shape[1:])
 
 
 @flatten.infer
