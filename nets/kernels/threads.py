@@ -15,7 +15,19 @@ from ._jit import _SERIAL
 CORES = 1 if _SERIAL else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
     else os.cpu_count() or 1
 GRAIN = 1 << 17  # the least work (elements touched) worth a part: a hand-off costs ~20-40 us
-_POOL = ThreadPoolExecutor(CORES - 1, thread_name_prefix="nets-kernel") if CORES > 1 else None
+
+
+def _new_pool():
+    """The worker threads (none on one core); threads are started on first use."""
+    global _POOL
+    _POOL = ThreadPoolExecutor(CORES - 1, thread_name_prefix="nets-kernel") if CORES > 1 else None
+
+
+_new_pool()
+if hasattr(os, "register_at_fork"):
+    # A forked child has none of its parent's threads, but a copy of the pool that thinks
+    # they are there: give it a pool of its own, or its first split would wait forever.
+    os.register_at_fork(after_in_child=_new_pool)
 
 
 def split(run, count, work):

@@ -1,5 +1,6 @@
 """nets.kernels.threads.split: parts cover the range in order, small work stays whole,
 errors in any part reach the caller."""
+import multiprocessing
 import threading
 
 import pytest
@@ -37,3 +38,25 @@ def test_an_error_in_a_worker_part_is_raised(split_kernels):
         return a
     with pytest.raises(ValueError, match="part 0 failed"):
         threads.split(run, 9, work=30)
+
+
+def _split_in_child(queue):
+    queue.put(threads.split(lambda a, b: (a, b), 9, work=30))
+
+
+def test_a_forked_child_gets_its_own_workers(monkeypatch):
+    """After the parent's worker has run, a forked child's split still completes (a copy
+    of the parent's pool would queue the work for a thread that does not exist there)."""
+    monkeypatch.setattr(threads, "CORES", 2)
+    monkeypatch.setattr(threads, "GRAIN", 1)
+    monkeypatch.setattr(threads, "_POOL", threads.ThreadPoolExecutor(1))
+    threads.split(lambda a, b: None, 9, work=30)  # the parent's one worker exists now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_split_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == [(0, 4), (4, 9)]
