@@ -101,6 +101,8 @@ def take_rows(table, ids, op, arg):
         flat.astype(np.float64 if flat.dtype.kind == "f" else INDEX_DTYPE, copy=False))
     if bad >= 0:
         as_row_ids(ids, len(table), op, arg)  # raises, naming the first bad id
+        raise NetsError(f"internal: {op}: the gather refused {arg}[{bad}] but the id check "
+                        f"accepts it")
     return rows.view(table.dtype).reshape(ids.shape + table.shape[1:])
 
 
