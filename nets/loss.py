@@ -42,7 +42,10 @@ class Loss(HybridBlock):
             loss = loss * self._weight
         if loss.ndim == 1:
             return loss
-        axes = tuple(a for a in range(loss.ndim) if a != self._batch_axis % loss.ndim)
+        batch = self._batch_axis % loss.ndim
+        axes = tuple(a for a in range(loss.ndim) if a != batch)
+        if all(loss.shape[a] == 1 for a in axes):  # (batch, 1): the mean only drops axes
+            return F.reshape(loss, shape=(loss.shape[batch],))
         return F.mean(loss, axis=axes)
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
