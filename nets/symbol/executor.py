@@ -19,7 +19,7 @@ from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
-from ..ops.registry import _verbose
+from ..ops.registry import _VERBOSE, RECORDER, Op, _verbose
 from .inference import node_stypes
 
 __all__ = ["Executor", "Program", "simple_bind", "bind"]
@@ -30,7 +30,7 @@ GRAD_REQS = ("write", "add", "null")
 class Program:
     """``symbol`` compiled to operator calls over slots: the arguments ``arg_names``
     (default ``list_arguments()``) first, then every node output. ``run(args)`` calls
-    the operators normally, so ``autograd.record()`` around it records them."""
+    the operators, so ``autograd.record()`` around it records them."""
 
     def __init__(self, symbol, arg_names=None):
         self.arg_names = symbol.list_arguments() if arg_names is None else list(arg_names)
@@ -44,21 +44,41 @@ class Program:
                 where[node, 0] = slots[node.name]
                 continue
             ins = tuple(-1 if e is None else where[e] for e in node.inputs)
-            self.steps.append((node.op, ins, node.attrs, size, node.num_outputs))
+            attrs = dict(node.op.attrs)  # complete, as a direct implementation call needs
+            attrs.update(node.attrs)
+            self.steps.append((node.op, ins, attrs, size, node.num_outputs))
             for k in range(node.num_outputs):
                 where[node, k] = size + k
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
+        self._impls = None  # each step's implementation, found by the first call()
 
     def run(self, args):
-        """The outputs for the argument arrays ``args`` (in ``arg_names`` order)."""
+        """The outputs for the argument arrays ``args`` (in ``arg_names`` order).
+
+        The first run calls every operator in full (checks, storage-type inference,
+        fallbacks with their warning) and notes the implementation each step's input
+        storage types select; later runs call those directly, skipping the dispatch
+        (MXNet's CachedOp). Inside ``autograd.record()`` each step is recorded as its
+        operator call records, so outputs and gradients are the imperative ones. Meant
+        for one input signature (shapes, dtypes, stypes): a hybridized block keeps one
+        program per signature, an executor binds one."""
+        impls = self._impls or [None] * len(self.steps)
         vals = list(args) + [None] * (self.size - len(args))
-        for op, ins, attrs, at, n in self.steps:
-            out = op(*[None if i < 0 else vals[i] for i in ins], **attrs)
-            if n == 1:
-                vals[at] = out
-            else:
-                vals[at:at + n] = out
+        recorder = RECORDER.get()
+        for (op, ins, attrs, at, n), fn in zip(self.steps, impls):
+            inputs = tuple([None if i < 0 else vals[i] for i in ins])
+            out = NotImplemented if fn is None else fn(*inputs, **attrs)
+            if out is NotImplemented:  # the full call (it records itself)
+                out = op(*inputs, **attrs)
+                vals[at:at + n] = (out,) if n == 1 else out
+                continue
+            vals[at:at + n] = (out,) if isinstance(out, NDArray) else out
+            if recorder is not None:
+                recorder(op, inputs, attrs, tuple(vals[at:at + n]))
+        if self._impls is None and not _VERBOSE:  # (verbose: every call logs its stypes)
+            self._impls = [op.find_impl(tuple([None if i < 0 else vals[i].stype for i in ins]))
+                           if isinstance(op, Op) else None for op, ins, _, _, _ in self.steps]
         return [vals[h] for h in self.heads]
 
 

@@ -64,8 +64,10 @@ def test_hybridized_outputs_and_gradients_equal_imperative(kind):
     if kind in ("fc_sparse", "embedding", "sparse_embedding"):
         assert g1["0.weight"].stype == "row_sparse"
     assert len(hybrid._cached) == 1
-    y2, _ = _run(hybrid, x)  # the cached graph again, on the live parameters
+    y2, g2 = _run(hybrid, x)  # the cached graph again (implementations called directly)
     assert np.array_equal(y1.asnumpy(), y2.asnumpy()) and len(hybrid._cached) == 1
+    for k in g0:
+        assert g2[k].stype == g0[k].stype and np.array_equal(g2[k].asnumpy(), g0[k].asnumpy())
     assert isinstance(hybrid._graph, sym.Symbol)
 
 
@@ -113,3 +115,56 @@ def test_symbolic_call_composes_blocks_into_a_bigger_graph():
     out = net(sym.var("data"))
     assert out.list_arguments() == ["data", "a_weight", "a_bias", "b_weight", "b_bias"]
     assert out.infer_shape(data=(5, 3))[1] == [(5, 2)]
+
+
+class _Poly(L.HybridBlock):
+    """``sum(w * x**3)``: its second derivative in ``x`` is not constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = self.params.get("w", shape=(3,), init=nets.init.Constant(2.0))
+
+    def hybrid_forward(self, F, x, w):
+        return F.sum(w * x * x * x)
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_hybridized_second_derivatives_equal_imperative(calls):
+    """A cached graph records each step as its operator call would, so
+    ``grad(create_graph=True)`` differentiates through it (first and later calls)."""
+    results = []
+    for hybrid in (False, True):
+        block = _Poly()
+        block.initialize()
+        if hybrid:
+            block.hybridize()
+        x = nd.array([0.5, -1.0, 2.0])
+        x.attach_grad()
+        for _ in range(calls):
+            with autograd.record():
+                y = block(x)
+                dx = autograd.grad(y, x, create_graph=True)
+            dx.backward()
+        results.append((dx.asnumpy(), x.grad.asnumpy()))
+    (d0, g0), (d1, g1) = results
+    assert np.allclose(d0, 6 * np.array([0.25, 1.0, 4.0]))  # 3 w x^2
+    assert np.allclose(g0, 12 * np.array([0.5, -1.0, 2.0]))  # 6 w x
+    assert np.array_equal(d0, d1) and np.array_equal(g0, g1)
+
+
+class _Log(L.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return F.log(x)
+
+
+def test_hybridized_fallback_warns_on_every_call():
+    """A step with no implementation for its storage types falls back (densifying, with the
+    warning) on every call of the cached graph, not only the first."""
+    block = _Log()
+    block.hybridize()
+    x = nd.array(np.array([[1.0, 0.0], [0.0, 4.0]], np.float32)).tostype("csr")
+    for _ in range(2):
+        with pytest.warns(nets.StorageFallbackWarning, match="log"):
+            y = block(x)
+        with np.errstate(divide="ignore"):
+            assert np.array_equal(y.asnumpy(), np.log(x.asnumpy()))
