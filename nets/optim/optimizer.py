@@ -272,8 +272,8 @@ class Optimizer:
 
     @property
     def _clip(self):
-        """``clip_gradient`` as the kernels take it (-1 disables)."""
-        return -1.0 if self._clip_gradient is None else self._clip_gradient
+        """``clip_gradient`` as the kernels take it (inf disables)."""
+        return np.inf if self._clip_gradient is None else self._clip_gradient
 
     # -- weight decay of skipped rows ------------------------------------------------------
     def _catch_up(self, index, rows, decay):

@@ -1,5 +1,8 @@
 """RMSProp, plain and centered (MXNet's ``RMSProp``)."""
+import numpy as np
+
 from .. import kernels
+from ..base import NetsError
 from .optimizer import Optimizer, register
 
 __all__ = ["RMSProp"]
@@ -30,13 +33,16 @@ class RMSProp(Optimizer):
                  centered=False, clip_weights=None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
+        if clip_weights is not None and not clip_weights >= 0:
+            raise NetsError(f"clip_weights={clip_weights!r}: expected None (no clipping) or a "
+                            f"number >= 0")
         self.centered, self.clip_weights = centered, clip_weights
 
     def create_state(self, index, weight):
         return tuple(self._zeros_like(weight) for _ in range(3 if self.centered else 1))
 
     def _step(self, index, rows, lr, wd):
-        clip_weights = -1.0 if self.clip_weights is None else self.clip_weights
+        clip_weights = np.inf if self.clip_weights is None else self.clip_weights
         rows.run(kernels.optim.rmsprop, (lr, self.gamma1, self.gamma2, self.epsilon, wd,
                                          self.rescale_grad, self._clip, clip_weights),
                  bool(self.centered))

@@ -9,7 +9,7 @@ from nets.kernels import optim as K
 
 F = np.float32
 R, C = 5, 3
-NO_CLIP = F(-1)
+NO_CLIP = F(np.inf)
 
 
 def _arrays(n_states, rng):

@@ -117,6 +117,17 @@ def test_clip_gradient_zero_clips_and_negative_raises():
         opt.clip_gradient = -2
 
 
+def test_rmsprop_clip_weights_zero_clips_and_negative_raises():
+    """clip_weights=0 pins the weight at 0; a negative bound is an error (the kernels take
+    ``inf`` for no clipping, so a negative one would not mean 'off')."""
+    opt = create("rmsprop", learning_rate=0.5, clip_weights=0)
+    weight = nd.ones((2, 2))
+    opt.update(0, weight, nd.full((2, 2), 3.0), opt.create_state(0, weight))
+    assert_almost_equal(weight.asnumpy(), np.zeros((2, 2)))
+    with pytest.raises(nets.NetsError, match="clip_weights=-1"):
+        create("rmsprop", clip_weights=-1)
+
+
 def test_rescale_before_clip():
     """MXNet's order: the gradient is rescaled, then clipped."""
     opt = create("sgd", learning_rate=1.0, rescale_grad=0.1, clip_gradient=0.5)
