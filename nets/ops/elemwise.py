@@ -53,7 +53,7 @@ from ..base import ShapeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
-from .registry import _EMPTY, Op
+from .registry import _EMPTY, RECORDER, Op
 from .unary import as_dense, declare_vjp, map_op, positions, with_values
 
 __all__ = []  # extended below from the table
@@ -102,12 +102,16 @@ _sum_to = Op("_sum_to", ("data",), {"shape": _EMPTY}, doc="""\
 ``shape`` has 1 (the gradient of numpy broadcasting; MXNet's ``_broadcast_backward``).""")
 
 
+def _np_sum_to(a, shape):
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 != a.shape[lead + i])
+    return np.sum(a, axis=axes, keepdims=True).reshape(shape)
+
+
 @_sum_to.impl("default")
 def _(data, shape):
-    lead = data.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                      if n == 1 != data.shape[lead + i])
-    return NDArray(np.sum(data._np, axis=axes, keepdims=True).reshape(shape), data.context)
+    return NDArray(_np_sum_to(data._np, shape), data.context)
 
 
 @_sum_to.vjp
@@ -117,8 +121,14 @@ def _(node, g):
 
 
 def _unbroadcast(grad, x):
-    """The gradient ``grad`` of a broadcast output, summed back to input ``x``'s shape."""
-    return grad if grad.shape == x.shape else _sum_to(as_dense(grad), shape=x.shape)
+    """The gradient ``grad`` of a broadcast output, summed back to input ``x``'s shape
+    (in numpy when nothing records: no second derivative needs the sum as a graph)."""
+    if grad.shape == x.shape:
+        return grad
+    grad = as_dense(grad)
+    if RECORDER.get() is None:
+        return NDArray(_np_sum_to(grad._np, x.shape), grad.context)
+    return _sum_to(grad, shape=x.shape)
 
 
 def _log(v):

@@ -42,7 +42,7 @@ from ..ndarray.csr import CSRNDArray, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
 from .elemwise import _sum_to, multiply
-from .registry import _EMPTY, Op
+from .registry import _EMPTY, RECORDER, Op
 from .sparse_ops import _sum_by_key, zeros_like
 from .unary import as_dense
 
@@ -253,7 +253,10 @@ def _(data, shape, reverse):
 
 @_vjp(reshape)
 def _(node, g):
-    return reshape(as_dense(g), shape=node.inputs[0].shape)
+    g, shape = as_dense(g), node.inputs[0].shape
+    if RECORDER.get() is None:  # not differentiated again: numpy's reshape, no dispatch
+        return NDArray(g._np.reshape(shape), g.context)
+    return reshape(g, shape=shape)
 
 
 Reshape = reshape  # MXNet's deprecated capitalised name
