@@ -111,8 +111,13 @@ def _nets_csr(arrays, n_features):
                       (len(arrays["indptr"]) - 1, n_features))
 
 
-def _nets_train_step(net, loss_fn, trainer, batch_size):
+def _nets_train_step(args, net, loss_fn, trainer, batch_size):
+    """One training step; the model and the loss are hybridized (each runs as its cached
+    graph, as a Gluon user does for speed) unless ``--imperative``."""
     from nets import autograd
+    if not args.imperative:
+        net.hybridize()
+        loss_fn.hybridize()
 
     def step(*inputs_and_label):
         *inputs, label = inputs_and_label
@@ -131,8 +136,8 @@ def nets_w0(args, key):
     y = nd.array(rng.random(8, dtype=np.float32))
     net = layers.Dense(1, in_units=16)
     net.initialize()
-    step = _nets_train_step(net, nets.loss.L2Loss(), nets.Trainer(net.collect_params(), "sgd"),
-                            8)
+    step = _nets_train_step(args, net, nets.loss.L2Loss(),
+                            nets.Trainer(net.collect_params(), "sgd"), 8)
 
     def rep(_):
         def run():
@@ -153,12 +158,12 @@ def nets_w1(args, key):
              "nets-fcs": lambda: layers.FullyConnectedSparse(n, h1),
              "nets-rsp": lambda: layers.FullyConnectedSparse(n, h1,
                                                              weight_grad_stype="row_sparse")}[key]
-    net = layers.Sequential()  # the tutorial's network, sigmoid on the output included
+    net = layers.HybridSequential()  # the tutorial's network, sigmoid on the output included
     net.add(first(), layers.Activation("sigmoid"), layers.Dense(h2, in_units=h1),
             layers.Activation("sigmoid"), layers.Dense(1, in_units=h2),
             layers.Activation("sigmoid"))
     net.initialize()
-    step = _nets_train_step(net, nets.loss.SigmoidBinaryCrossEntropyLoss(),
+    step = _nets_train_step(args, net, nets.loss.SigmoidBinaryCrossEntropyLoss(),
                             nets.Trainer(net.collect_params(), "sgd"), wl.W1["batch"])
 
     def rep(limit):
@@ -189,7 +194,7 @@ def nets_w2(args, key):
     net.initialize()
     trainer = nets.Trainer(net.collect_params(), "adam",
                            {"learning_rate": wl.W2["lr"], "lazy_update": True})
-    step = _nets_train_step(net, nets.loss.SigmoidBinaryCrossEntropyLoss(), trainer,
+    step = _nets_train_step(args, net, nets.loss.SigmoidBinaryCrossEntropyLoss(), trainer,
                             wl.W2["batch"])
     spans = wl.batches(arrays, wl.W2["batch"])
 
@@ -222,8 +227,8 @@ def nets_w3(args, key):
     net.initialize()
     opt = ("sgd", {"learning_rate": wl.W3["sgd_lr"]}) if key == "nets-sgd" else \
         ("adam", {"learning_rate": wl.W3["adam_lr"], "lazy_update": True})
-    step = _nets_train_step(net, nets.loss.L2Loss(), nets.Trainer(net.collect_params(), *opt),
-                            wl.W3["batch"])
+    step = _nets_train_step(args, net, nets.loss.L2Loss(),
+                            nets.Trainer(net.collect_params(), *opt), wl.W3["batch"])
     users, items, ratings = arrays["user"], arrays["item"], arrays["rating"]
     spans = wl.batches(arrays, wl.W3["batch"])
 
@@ -531,7 +536,8 @@ class Worker:
     def __init__(self, args, workload, key):
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", f"{workload}:{key}",
                "--data-dir", args.data_dir, "--w0-steps", str(args.w0_steps),
-               "--w5-calls", str(args.w5_calls)] + (["--quick"] if args.quick else [])
+               "--w5-calls", str(args.w5_calls)] + (["--quick"] if args.quick else []) + (
+                   ["--imperative"] if args.imperative else [])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, bufsize=1, env=_worker_env(args))
         self.error = None
@@ -715,6 +721,8 @@ def main():
     parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
                                                            "nets-bench-data"),
                         help="where generated data is cached between runs")
+    parser.add_argument("--imperative", action="store_true",
+                        help="run the nets models op by op (default: hybridized)")
     parser.add_argument("--no-malloc-tuning", action="store_true",
                         help="run the workers with glibc's default malloc thresholds")
     parser.add_argument("--w0-steps", type=int, default=2000, help=argparse.SUPPRESS)
@@ -740,7 +748,8 @@ def main():
         print(f"[{workload} done in {time.perf_counter() - t:.0f} s]", file=sys.stderr)
     gls = goals(res)
     print_report(args, res, gls)
-    out = {"bench": "run", "quick": args.quick, "reps": args.reps, "cpus": os.cpu_count(),
+    out = {"bench": "run", "quick": args.quick, "hybridized": not args.imperative,
+           "reps": args.reps, "cpus": os.cpu_count(),
            "malloc_env": {} if args.no_malloc_tuning else MALLOC_ENV,
            "python": platform.python_version(), "seconds": time.perf_counter() - start,
            "results": res, "goals": gls}
