@@ -462,43 +462,6 @@ def count_range(buf, lo, hi):
     return nl, co, cm
 
 
-@jit(parallel=True)
-def count_ranges(buf, bounds):
-    """``count_range`` of every range ``[bounds[k], bounds[k + 1])`` in parallel: (ranges, 3)."""
-    parts = len(bounds) - 1
-    out = np.zeros((parts, 3), np.int64)
-    for k in prange(parts):
-        out[k, 0], out[k, 1], out[k, 2] = count_range(buf, bounds[k], bounds[k + 1])
-    return out
-
-
-@jit(parallel=True)
-def parse_ranges(buf, bounds, multilabel, f32, limit, pend, shift, lab_limit, row_base,
-                 nnz_base, lab_base, labels, qids, lab_ptr, lab_ids, indptr, indices, data,
-                 slow_at, slow_pos):
-    """``parse_range`` on every range ``[bounds[k], bounds[k + 1])`` in parallel.
-
-    Range k writes rows from ``row_base[k]`` (``indptr``/``lab_ptr`` from ``row_base[k] + k``,
-    being one longer), values from ``nnz_base[k]``, label ids from ``lab_base[k]``, slow
-    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range. Returns
-    the (ranges, 8) table of parse_range's results.
-    """
-    parts = len(bounds) - 1
-    cap = len(slow_at) // parts
-    out = np.zeros((parts, 8), np.int64)
-    for k in prange(parts):
-        r0, n0, l0 = row_base[k], nnz_base[k], lab_base[k]
-        r1, n1, l1 = row_base[k + 1], nnz_base[k + 1], lab_base[k + 1]
-        res = parse_range(buf, bounds[k], bounds[k + 1], multilabel, f32, limit, pend, shift,
-                          lab_limit, labels[r0:r1], qids[r0:r1], lab_ptr[r0 + k:r1 + k + 1],
-                          lab_ids[l0:l1], indptr[r0 + k:r1 + k + 1], indices[n0:n1],
-                          data[n0:n1], slow_at[k * cap:(k + 1) * cap],
-                          slow_pos[k * cap:(k + 1) * cap])
-        for j in range(8):
-            out[k, j] = res[j]
-    return out
-
-
 # -- writer ---------------------------------------------------------------------------------
 
 @jit(parallel=True)

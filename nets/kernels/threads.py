@@ -41,3 +41,18 @@ def split(run, count, work):
     futures = [_POOL.submit(run, a, b) for a, b in zip(bounds[:-2], bounds[1:-1])]
     last = run(bounds[-2], bounds[-1])
     return [f.result() for f in futures] + [last]
+
+
+def each(run, count):
+    """``[run(0), ..., run(count - 1)]``, the cores taking the next index whenever they
+    finish one (the calling thread included): a core that another process holds takes
+    fewer, where a fixed split (OpenMP's static schedule, ``split``) waits for its share."""
+    todo = iter(range(count))  # shared: next() on it is atomic under the GIL
+
+    def drain():
+        return [(k, run(k)) for k in todo]
+    futures = [_POOL.submit(drain) for _ in range(min(CORES, count) - 1)]
+    done = drain()
+    for f in futures:
+        done += f.result()
+    return [r for _, r in sorted(done, key=lambda kr: kr[0])]

@@ -1,5 +1,5 @@
 """nets.kernels.threads.split: parts cover the range in order, small work stays whole,
-errors in any part reach the caller."""
+errors in any part reach the caller; threads.each runs every index once, results in order."""
 import multiprocessing
 import threading
 
@@ -60,3 +60,38 @@ def test_a_forked_child_gets_its_own_workers(monkeypatch):
         child.kill()
     assert child.exitcode == 0
     assert queue.get(timeout=5) == [(0, 4), (4, 9)]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 17])
+def test_each_runs_every_index_once_in_order_of_results(split_kernels, count):
+    seen, lock = [], threading.Lock()
+
+    def run(k):
+        with lock:
+            seen.append(k)
+        return k * k
+    assert threads.each(run, count) == [k * k for k in range(count)]
+    assert sorted(seen) == list(range(count))
+
+
+def test_each_shares_the_indices_between_threads(split_kernels):
+    """A slow index on one thread: the others take the rest (dynamic, not a fixed split)."""
+    gate = threading.Event()
+
+    def run(k):
+        if k == 0:
+            gate.wait(5)  # held until every other index is done, elsewhere
+        elif k == 9:
+            gate.set()
+        return threading.current_thread()
+    who = threads.each(run, 10)
+    assert gate.is_set() and len(set(who)) > 1 and sum(t is who[0] for t in who) == 1
+
+
+def test_an_error_in_each_is_raised(split_kernels):
+    def run(k):
+        if k == 3:
+            raise ValueError("index 3 failed")
+        return k
+    with pytest.raises(ValueError, match="index 3 failed"):
+        threads.each(run, 8)
