@@ -5,7 +5,7 @@ frequencies, float32 values in (0, 1): ``nets.test_utils.make_sparse_dataset``) 
 once into a temporary folder with ``save_libsvm``. Timed, each as MB/s and rows/s:
 
 - ``read bytes``              reading the file into memory (the I/O floor)
-- ``load_libsvm``             the whole file -> CSR + labels, numba's threads
+- ``load_libsvm``             the whole file -> CSR + labels, on every core
 - ``load_libsvm 1 thread``    the same on one thread (does the parallel parse pay?)
 - ``LibSVMIter pass``         every batch of 512 rows (CSR data, dense labels), 8 MB blocks
 - ``sklearn``                 ``sklearn.datasets.load_svmlight_file``, when importable
@@ -21,10 +21,10 @@ import platform
 import tempfile
 import time
 
-import numba
 import numpy as np
 
 from nets import data
+from nets.kernels import threads
 from nets.test_utils import make_sparse_dataset
 
 
@@ -40,12 +40,12 @@ def timeit(fn, reps):
 
 def one_thread(fn):
     def run():
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
+        cores = threads.CORES  # the parser splits its ranges over nets.kernels.threads
+        threads.CORES = 1
         try:
             return fn()
         finally:
-            numba.set_num_threads(threads)
+            threads.CORES = cores
     return run
 
 
@@ -95,8 +95,8 @@ def main():
             results[name] = r
 
     print(f"file: {rows:,} rows x {features:,} features, {nnz} nnz/row, {size / 1e6:.1f} MB "
-          f"(save_libsvm {save_s:.2f} s); {args.reps} reps; numba threads "
-          f"{numba.get_num_threads()} ({numba.threading_layer()}); {sklearn_note}")
+          f"(save_libsvm {save_s:.2f} s); {args.reps} reps; cores {threads.CORES}; "
+          f"{sklearn_note}")
     print(f"{'case':24s} {'median s':>9s} {'min':>8s} {'max':>8s} {'MB/s':>8s} {'rows/s':>11s}")
     for name, r in results.items():
         print(f"{name:24s} {r['median_s']:9.3f} {r['min_s']:8.3f} {r['max_s']:8.3f} "
@@ -110,7 +110,7 @@ def main():
         print(f"{name}: {value:.2f}x")
     print(json.dumps({"bench": "libsvm", "rows": rows, "features": features, "nnz_per_row": nnz,
                       "bytes": size, "save_s": save_s, "reps": args.reps,
-                      "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
+                      "cpus": os.cpu_count(), "cores": threads.CORES,
                       "machine": platform.processor() or platform.machine(),
                       "sklearn": sklearn_note, "results": results, "ratios": ratios}))
 
