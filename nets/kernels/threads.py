@@ -1,10 +1,12 @@
 """Running one kernel call as several, over parts of its rows, on the cores of the machine.
 
 Kernels release the GIL (``jit`` compiles them with ``nogil=True``), so plain Python threads
-run their parts at once. This is what the latency-bound kernels use instead of numba's
-``parallel=True``: its OpenMP workers spin at a barrier, so when another process holds a
-core the call ran 14-50x slower (benchmarks/README.md); a thread that finds its core taken
-simply waits for it, and a split call then costs about what the serial call costs.
+run their parts at once. This is what the latency-bound kernels and the LibSVM parser use
+instead of numba's ``parallel=True``: its OpenMP workers spin at a barrier, so when another
+process holds a core the call ran 14-50x slower (benchmarks/README.md); a thread that finds
+its core taken simply waits for it, and a split call then costs about what the serial call
+costs. ``split`` cuts a call into one part per core; ``each`` hands out many parts to
+whichever core is free (the parser's line ranges, of uneven cost).
 ``NETS_SERIAL_KERNELS=1`` (the bounds-checked test run) keeps every call in one piece.
 """
 import os
