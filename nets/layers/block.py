@@ -226,7 +226,7 @@ class HybridBlock(Block):
     shapes, dtypes and storage types runs that cached graph: the operators'
     implementations are looked up once, on the first call, then called directly, without
     the block calls, argument binding and storage-type dispatch of the imperative path
-    (W1 of ``benchmarks/run.py``: ~15% less time per training step). The same
+    (W1 of ``benchmarks/run.py``: ~10-15% less time per training step). The same
     implementations run on the same arrays and ``autograd.record()`` records each of them,
     so outputs and gradients (row_sparse ones and second derivatives included) equal the
     imperative path's.
