@@ -51,7 +51,7 @@ class Program:
                 where[node, k] = size + k
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
-        self._impls = None  # each step's implementation, found by the first call()
+        self._impls = None  # each step's implementation, noted by the first run()
 
     def run(self, args):
         """The outputs for the argument arrays ``args`` (in ``arg_names`` order).
