@@ -22,7 +22,9 @@ def _info(args):
              ("numpy", numpy.__version__), ("scipy", scipy.__version__)]
     try:
         import numba
-        lines += [("numba", numba.__version__), ("numba threads", numba.config.NUMBA_NUM_THREADS),
+        from .kernels import threads
+        lines += [("numba", numba.__version__), ("kernel threads", threads.CORES),
+                  ("numba threads (the LibSVM writer)", numba.config.NUMBA_NUM_THREADS),
                   ("numba threading layer", numba.config.THREADING_LAYER)]
     except ImportError:
         lines.append(("numba", "not installed"))
