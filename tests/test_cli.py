@@ -20,7 +20,8 @@ def test_info_lists_versions_threading_and_cache(capsys, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/some/cache")
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    for key in ("nets", "numpy", "scipy", "numba", "numba threading layer", "numba cache dir"):
+    for key in ("nets", "numpy", "scipy", "numba", "kernel threads", "numba threading layer",
+                "numba cache dir"):
         assert any(line.startswith(key + " ") for line in out.splitlines()), key
     assert "/some/cache" in out
 
