@@ -154,14 +154,17 @@ def _build(cfg):
                                         weight_grad_stype="row_sparse"))
     for prev, nxt in zip(units[:-1], units[1:]):
         net.add(layers.Activation("relu"), layers.Dense(nxt, in_units=prev))
+    net.hybridize()  # a cached graph per batch shape: the operators' dispatch paid once
     return net
 
 
 def _loss_fn(cfg):
     from . import loss
-    return {"logistic": lambda: loss.SigmoidBinaryCrossEntropyLoss(),
-            "l2": lambda: loss.L2Loss(),
-            "softmax": lambda: loss.SoftmaxCrossEntropyLoss()}[cfg["loss"]]()
+    fn = {"logistic": lambda: loss.SigmoidBinaryCrossEntropyLoss(),
+          "l2": lambda: loss.L2Loss(),
+          "softmax": lambda: loss.SoftmaxCrossEntropyLoss()}[cfg["loss"]]()
+    fn.hybridize()
+    return fn
 
 
 def _target(cfg):
