@@ -111,6 +111,11 @@ def _error(path, pos, code, spec):
     return NetsError(f"{path}, line {line}: {_message(code, spec)}: {token!r}")
 
 
+def _parse_part(buf, bounds, args, bases, outs, i):
+    """Range ``i`` of a block (``kernels.libsvm.parse_part``), for ``threads.each``."""
+    return kernels.libsvm.parse_part(buf, bounds, i, *args, *bases, *outs)
+
+
 def _parse(buf, spec, path, offset):
     """Parse the whole lines in ``buf`` (uint8; the file's bytes from ``offset``) -> _Block."""
     k = kernels.libsvm
@@ -134,20 +139,14 @@ def _parse(buf, spec, path, offset):
     indices = np.empty(nnz_base[-1], INDEX_DTYPE)
     data = np.empty(nnz_base[-1], np.float32 if spec.f32 else np.float64)
     args = (spec.multilabel, spec.f32, spec.limit, spec.pend, spec.shift, spec.lab_limit)
-
-    def parse(i, slow_at, slow_pos, cap):  # range i fills its slices of the outputs
-        r0, r1, n0, n1 = row_base[i], row_base[i + 1], nnz_base[i], nnz_base[i + 1]
-        return k.parse_range(buf, bounds[i], bounds[i + 1], *args, labels[r0:r1], qids[r0:r1],
-                             lab_ptr[r0 + i:r1 + i + 1], lab_ids[lab_base[i]:lab_base[i + 1]],
-                             indptr[r0 + i:r1 + i + 1], indices[n0:n1], data[n0:n1],
-                             slow_at[i * cap:(i + 1) * cap], slow_pos[i * cap:(i + 1) * cap])
     cap = 256  # slow tokens stored per range; rare (see kernels.libsvm): re-run if exceeded
     while True:
         slow_at = np.empty(cap * parts, INDEX_DTYPE)
         slow_pos = np.empty((cap * parts, 2), INDEX_DTYPE)
-        stats = np.array(kernels.threads.each(
-            functools.partial(parse, slow_at=slow_at, slow_pos=slow_pos, cap=cap), parts),
-            np.int64).reshape(-1, 8)
+        call = (buf, bounds, args, (row_base, nnz_base, lab_base),
+                (labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos))
+        stats = np.array(kernels.threads.each(functools.partial(_parse_part, *call), parts),
+                         np.int64).reshape(-1, 8)
         failed = np.flatnonzero(stats[:, 4])
         if failed.size:  # the first error in file order
             raise _error(path, offset + stats[failed[0], 5], stats[failed[0], 4], spec)

@@ -462,6 +462,28 @@ def count_range(buf, lo, hi):
     return nl, co, cm
 
 
+@jit
+def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, row_base,
+               nnz_base, lab_base, labels, qids, lab_ptr, lab_ids, indptr, indices, data,
+               slow_at, slow_pos):
+    """``parse_range`` on range ``k``, ``[bounds[k], bounds[k + 1])``, of a block parsed in
+    ``len(bounds) - 1`` ranges (each range may run on its own thread).
+
+    Range k writes rows from ``row_base[k]`` (``indptr``/``lab_ptr`` from ``row_base[k] + k``,
+    being one longer), values from ``nnz_base[k]``, label ids from ``lab_base[k]``, slow
+    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range. Returns
+    parse_range's results.
+    """
+    cap = len(slow_at) // (len(bounds) - 1)
+    r0, n0, l0 = row_base[k], nnz_base[k], lab_base[k]
+    r1, n1, l1 = row_base[k + 1], nnz_base[k + 1], lab_base[k + 1]
+    return parse_range(buf, bounds[k], bounds[k + 1], multilabel, f32, limit, pend, shift,
+                       lab_limit, labels[r0:r1], qids[r0:r1], lab_ptr[r0 + k:r1 + k + 1],
+                       lab_ids[l0:l1], indptr[r0 + k:r1 + k + 1], indices[n0:n1],
+                       data[n0:n1], slow_at[k * cap:(k + 1) * cap],
+                       slow_pos[k * cap:(k + 1) * cap])
+
+
 # -- writer ---------------------------------------------------------------------------------
 
 @jit(parallel=True)

@@ -12,9 +12,8 @@ NO_LIMIT = 2 ** 62
 
 def parse(text, parts=1, multilabel=False, f32=True, limit=NO_LIMIT, pend=-1, shift=0,
           lab_limit=NO_LIMIT, slow_cap=4):
-    """Run count_range + parse_range on each range with capacities exactly as documented
-    (range k writing its slices of the outputs, as nets.data.libsvm does); returns the stats
-    table and the per-range output slices."""
+    """Run count_range + parse_part on each range with capacities exactly as documented;
+    returns the stats table and the per-range output slices."""
     buf = np.frombuffer(text, np.uint8).copy()
     bounds = k.line_bounds(buf, parts)
     counts = np.array([k.count_range(buf, a, b) for a, b in zip(bounds[:-1], bounds[1:])],
@@ -30,16 +29,8 @@ def parse(text, parts=1, multilabel=False, f32=True, limit=NO_LIMIT, pend=-1, sh
                data=np.empty(nnz_base[-1], np.float32 if f32 else np.float64),
                slow_at=np.empty(slow_cap * parts, np.int64),
                slow_pos=np.empty((slow_cap * parts, 2), np.int64))
-    stats = []
-    for i in range(parts):
-        r0, r1, n0, n1 = row_base[i], row_base[i + 1], nnz_base[i], nnz_base[i + 1]
-        stats.append(k.parse_range(
-            buf, bounds[i], bounds[i + 1], multilabel, f32, limit, pend, shift, lab_limit,
-            out["labels"][r0:r1], out["qids"][r0:r1], out["lab_ptr"][r0 + i:r1 + i + 1],
-            out["lab_ids"][lab_base[i]:lab_base[i + 1]], out["indptr"][r0 + i:r1 + i + 1],
-            out["indices"][n0:n1], out["data"][n0:n1],
-            out["slow_at"][i * slow_cap:(i + 1) * slow_cap],
-            out["slow_pos"][i * slow_cap:(i + 1) * slow_cap]))
+    stats = [k.parse_part(buf, bounds, i, multilabel, f32, limit, pend, shift, lab_limit,
+                          row_base, nnz_base, lab_base, *out.values()) for i in range(parts)]
     return np.array(stats, np.int64), out, row_base, nnz_base
 
 
