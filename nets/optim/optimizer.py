@@ -393,9 +393,13 @@ class _Operands:
     def match(self, weight, states):
         """Whether ``weight`` and ``states`` are the dense arrays these were made of, still
         holding the same buffers."""
-        return self._refs is not None and all(
-            (a is None) if r is None else (r() is a and id(a._np) == buffer)
-            for a, r, buffer in zip((weight, *states), self._refs, self._buffers))
+        refs = self._refs
+        if refs is None or refs[0]() is not weight or id(weight._np) != self._buffers[0]:
+            return False
+        for a, r, buffer in zip(states, refs[1:], self._buffers[1:]):
+            if (a is not None) if r is None else (r() is not a or id(a._np) != buffer):
+                return False
+        return True
 
 
 class _RowPlan:
@@ -413,6 +417,16 @@ class _RowPlan:
         _check_operand(grad, "grad", weight)
         self.nrows = n = operands.nrows
         self.dtype, self.given = operands.dtype, operands.given
+        if grad.stype == "default" and operands.arrays is not None:
+            # every operand dense: row k of each, no index array (the common small update)
+            w, *views = operands.arrays
+            g = np.ascontiguousarray(grad._np)
+            if g.shape != w.shape:  # (a bias: viewed as one column, as the weight is)
+                g = g.reshape(w.shape)
+            self.ids, self.count, self.weight_rows = None, n, None
+            self.arrays = [w, g, *views]
+            self.pos = _no_positions(2 + len(views))
+            return
         # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
         # lazy update never sees a row twice and needs no coalescing.
         self.ids = grad._indices if grad.stype == "row_sparse" and lazy else None
@@ -515,6 +529,10 @@ def _scale_rows(w, rows, factors):
 
 
 def _check_operand(a, what, weight):
+    if a.__class__ is NDArray and weight.__class__ is NDArray:  # the common dense operand
+        x, w = a._np, weight._np
+        if x.dtype == w.dtype and x.shape == w.shape and x.dtype in _FLOATS:
+            return
     if not isinstance(a, NDArray):
         raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
     if a.stype not in ("default", "row_sparse"):
