@@ -235,3 +235,24 @@ def test_other_ranks(shape):
         expected = w0.copy()
         expected[rows] = w0[rows] - 0.5 * g[rows]
         assert_almost_equal(weight.asnumpy(), expected)
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (4, 2, 3)])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_dense_gradient_any_rank(shape, contiguous):
+    """A dense gradient of any rank (C-contiguous or not) updates every element, on the
+    first update and on later ones (which reuse the checked dense operands)."""
+    rng = np.random.default_rng(1)
+    w0 = rng.uniform(-1, 1, shape).astype(np.float32)
+    opt = create("sgd", learning_rate=0.5, momentum=0.5)
+    weight = nd.array(w0)
+    state = opt.create_state(0, weight)
+    expected, mom = w0.astype(np.float64), np.zeros(shape)
+    for _ in range(3):
+        g = rng.uniform(-1, 1, shape).astype(np.float32)
+        given = g if contiguous or g.ndim < 2 else np.asfortranarray(g)
+        assert given.flags.c_contiguous == (contiguous or g.ndim < 2)
+        opt.update(0, weight, nd.NDArray(given), state)
+        mom = 0.5 * mom - 0.5 * g
+        expected = expected + mom
+        assert_almost_equal(weight.asnumpy(), expected, rtol=1e-5, atol=1e-6)
