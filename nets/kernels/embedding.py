@@ -45,35 +45,51 @@ def gather_rows(table, ids):
 def radix_order(ids, upper):
     """A stable argsort of ``ids`` (int64 in ``[0, upper)``): LSD radix sort over the bits of
     ``upper - 1`` in as few passes of at most 11 bits as they need (8 bits for fewer than
-    256 ids), each pass moving keys and positions together so that it reads sequentially.
-    Linear time: 1024 embedding ids below 10^5 take ~4 us (numpy's stable argsort ~15 us),
-    the 15,000 column ids of a click-through batch ~40 us (~0.8 ms)."""
+    256 ids). Each id is packed with its position into one int64 (``id << pbits | k``), so a
+    pass moves one array, read and written sequentially, and one sweep counts the digits of
+    every pass. Linear time: 1024 embedding ids below 10^5 take ~3.8 us (numpy's stable
+    argsort ~15 us), the 15,000 column ids of a click-through batch ~63 us (keys and
+    positions moved as two arrays: 5.5 and 79 us). Ids and positions needing more than 63
+    bits together fall back to a stable mergesort."""
     n = len(ids)
-    nbits = 1
-    while nbits < 63 and (upper - 1) >> nbits > 0:
-        nbits += 1
+    nbits, pbits = _bit_length(upper - 1), _bit_length(n - 1)
+    if nbits + pbits > 63:
+        return np.argsort(ids, kind="mergesort")
     widest = 8 if n < 256 else 11
     passes = (nbits + widest - 1) // widest
     bits = (nbits + passes - 1) // passes
     mask = (1 << bits) - 1
-    order, keys = np.arange(n), ids.copy()
-    order2, keys2 = np.empty(n, np.int64), np.empty(n, np.int64)
-    count = np.empty(mask + 2, np.int64)
-    for shift in range(0, passes * bits, bits):
-        count[:] = 0
-        for k in range(n):
-            count[((keys[k] >> shift) & mask) + 1] += 1
+    keys, keys2 = np.empty(n, np.int64), np.empty(n, np.int64)
+    count = np.zeros((passes, mask + 2), np.int64)
+    for k in range(n):
+        v = ids[k]
+        keys[k] = (v << pbits) | k
+        for s in range(passes):
+            count[s, ((v >> (s * bits)) & mask) + 1] += 1
+    for s in range(passes):
+        at = count[s]
         for d in range(mask + 1):
-            count[d + 1] += count[d]
+            at[d + 1] += at[d]
+        shift = s * bits + pbits
         for k in range(n):
-            d = (keys[k] >> shift) & mask
-            at = count[d]
-            count[d] = at + 1
-            keys2[at] = keys[k]
-            order2[at] = order[k]
-        order, order2 = order2, order
+            key = keys[k]
+            d = (key >> shift) & mask
+            keys2[at[d]] = key
+            at[d] += 1
         keys, keys2 = keys2, keys
-    return order
+    position = (1 << pbits) - 1
+    for k in range(n):
+        keys2[k] = keys[k] & position
+    return keys2
+
+
+@jit
+def _bit_length(x):
+    """Bits needed to write ``x >= 0`` (at least 1)."""
+    b = 1
+    while b < 63 and x >> b > 0:
+        b += 1
+    return b
 
 
 @jit

@@ -106,7 +106,8 @@ def _np_sum_to(a, shape):
     lead = a.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 != a.shape[lead + i])
-    return np.sum(a, axis=axes, keepdims=True).reshape(shape)
+    out = np.asarray(np.sum(a, axis=axes))  # (asarray: a full reduction gives a scalar)
+    return out if out.shape == shape else out.reshape(shape)  # no view: adoptable
 
 
 @_sum_to.impl("default")

@@ -187,7 +187,11 @@ def _sum_by_key(keys, values, upper=None):
     order = (np.argsort(keys, kind="stable") if upper is None
              else kernels.embedding.radix_order(keys, upper))
     keys, sums = kernels.embedding.sum_rows_by_id(keys, order, rows)
-    return keys, sums.astype(dtype, copy=False).reshape(keys.shape + values.shape[1:])
+    sums = sums.astype(dtype, copy=False)
+    shape = keys.shape + values.shape[1:]
+    # No view when the shape is already right: a gradient that owns its memory can be
+    # handed to the leaf's buffer without a copy (``autograd.engine._adopt``).
+    return keys, sums if sums.shape == shape else sums.reshape(shape)
 
 
 @add_n.impl("row_sparse", ...)

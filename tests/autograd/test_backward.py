@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nets
-from nets import autograd, nd
+from nets import autograd, kernels, nd
 from nets.base import NetsError, ShapeError, StorageTypeError
 from nets.ops.registry import RECORDER
 from nets.test_utils import assert_almost_equal
@@ -169,6 +169,25 @@ def test_write_adopts_a_fresh_gradient_instead_of_copying():
     y.backward()
     assert id(x.grad._np) != old  # the computed gradient's buffer, no copy
     assert_almost_equal(x.grad, np.full((3, 2), 3.0))
+    bias = nd.array(np.ones(2, np.float32))
+    bias.attach_grad()
+    old = id(bias.grad._np)
+    with autograd.record():
+        y = nd.broadcast_add(x, bias).sum()  # the bias gradient: a sum over the batch axis
+    y.backward()
+    assert id(bias.grad._np) != old
+    assert_almost_equal(bias.grad, [3.0, 3.0])
+
+
+def test_write_adopts_a_row_sparse_embedding_gradient(monkeypatch):
+    made = []  # where the gradient rows the Embedding vjp computes live (not the arrays:
+    real = kernels.embedding.sum_rows_by_id  # holding them would make adopting unsafe)
+
+    def spy(*args):
+        keys, sums = real(*args)
+        made.append(sums.__array_interface__["data"][0])
+        return keys, sums
+    monkeypatch.setattr(kernels.embedding, "sum_rows_by_id", spy)
     w = nd.array(np.ones((6, 2), np.float32))
     w.attach_grad(stype="row_sparse")
     with autograd.record():
@@ -176,6 +195,7 @@ def test_write_adopts_a_fresh_gradient_instead_of_copying():
                          sparse_grad=True).sum()
     z.backward()
     assert_almost_equal(w.grad, np.array([[0, 0], [1, 1], [0, 0], [0, 0], [2, 2], [0, 0]]))
+    assert made == [w.grad._data.__array_interface__["data"][0]]  # taken, not copied
 
 
 def test_write_copies_when_adopting_would_alias():

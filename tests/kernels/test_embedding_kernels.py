@@ -75,6 +75,17 @@ def test_radix_order_is_a_stable_argsort(name, upper):
     np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
 
 
+@pytest.mark.parametrize("upper", [2 ** 55, 2 ** 55 + 1])
+def test_radix_order_at_the_packing_limit(upper):
+    """256 positions take 8 bits: ids below 2^55 are packed with them into 63 bits, larger
+    ones are sorted unpacked; both orders are numpy's stable one."""
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, upper, 256, dtype=np.int64)
+    ids[:3] = upper - 1, 0, upper - 1  # the largest key (twice: stability) and the smallest
+    np.testing.assert_array_equal(kernels.radix_order(ids, upper),
+                                  np.argsort(ids, kind="stable"))
+
+
 @pytest.mark.parametrize("upper", [10 ** 5, 10 ** 6])
 @pytest.mark.parametrize("n", [255, 256, 1024, 5000])
 def test_radix_order_long_input_uses_wide_digits(n, upper):
