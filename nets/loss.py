@@ -7,7 +7,7 @@ label of shape ``(batch,)`` is reshaped to predictions of shape ``(batch, 1)``
 array broadcastable to the loss) weights individual samples.
 """
 from .base import ShapeError
-from .layers.block import HybridBlock
+from .layers.block import HybridBlock, op_in
 from .ops.nn import _l2_loss, _sigmoid_bce
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
@@ -20,11 +20,6 @@ def _reshape_like(label, pred):
     if label.size != pred.size:
         raise ShapeError(f"label has shape {label.shape} and pred {pred.shape}: sizes differ")
     return label.reshape(pred.shape)
-
-
-def _fused(F, op):
-    """``op`` itself for ``nets.nd`` (which hides private operators), else ``nets.sym``'s."""
-    return getattr(F, op.name, op)
 
 
 class Loss(HybridBlock):
@@ -65,7 +60,7 @@ class L2Loss(Loss):
         super().__init__(weight, batch_axis, prefix)
 
     def _loss(self, F, pred, label):
-        return _fused(F, _l2_loss)(pred, _reshape_like(label, pred))
+        return op_in(F, _l2_loss)(pred, _reshape_like(label, pred))
 
 
 class L1Loss(Loss):
@@ -87,7 +82,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
         self._from_sigmoid = from_sigmoid
 
     def _loss(self, F, pred, label):
-        return _fused(F, _sigmoid_bce)(pred, _reshape_like(label, pred),
+        return op_in(F, _sigmoid_bce)(pred, _reshape_like(label, pred),
                                        from_sigmoid=self._from_sigmoid)
 
 

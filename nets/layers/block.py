@@ -19,6 +19,13 @@ from .parameter import Parameter, ParameterDict
 __all__ = ["Block", "HybridBlock"]
 
 
+def op_in(F, op):
+    """Operator ``op`` as ``hybrid_forward``'s namespace ``F`` has it: ``op`` itself for
+    ``nets.nd`` (which hides private operators such as the fused losses), ``nets.sym``'s
+    graph builder of that name when tracing."""
+    return getattr(F, op.name, op)
+
+
 class _Scope:
     """Naming scope: the block whose ``name_scope()`` is open, and name counters."""
 

@@ -130,15 +130,21 @@ def _csr_dense(x, w, ta, tb):
         if tb:  # (w . x.T).T: w is (n, k), the FullyConnected weight layout
             out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), *parts).T
             return NDArray(np.ascontiguousarray(out), ctx)
-        w = np.ascontiguousarray(w)
         out = np.zeros((x.shape[0], w.shape[1]), w.dtype)
-        indptr = x._indptr
-        kernels.threads.split(lambda a, b: kernels.csr.csr_dense(
-            indptr[a:b + 1], x._indices, x._data, w, out[a:b]), len(out), x.nnz * w.shape[1])
-        return NDArray(out, ctx)
+        return NDArray(_csr_dense_into(x, w, out), ctx)
     cols, block = kernels.csr.csr_t_dense(x._indptr, x._indices, x._data,  # touched columns
                                           np.ascontiguousarray(w.T if tb else w), x.shape[1])
     return RowSparseNDArray(block, cols, (x.shape[1], block.shape[1]), ctx)
+
+
+def _csr_dense_into(x, w, out):
+    """``out += x . w`` for CSR ``x`` and numpy ``w`` (``out`` C-contiguous, of ``w``'s
+    dtype), by blocks of rows over the cores; returns ``out``."""
+    from .. import kernels
+    w, indptr = np.ascontiguousarray(w), x._indptr
+    kernels.threads.split(lambda a, b: kernels.csr.csr_dense(
+        indptr[a:b + 1], x._indices, x._data, w, out[a:b]), len(out), x.nnz * w.shape[1])
+    return out
 
 
 def _transpose(x):
@@ -237,3 +243,4 @@ def _(node, g):
             dot(a2, g2, transpose_a=not ta)
         db = _as_2d(db, b.shape)
     return da, db
+

@@ -1,5 +1,6 @@
 """Neural-network forward operators: FullyConnected, Embedding, Activation, softmax,
-log_softmax and Dropout (MXNet's names and arguments)."""
+log_softmax and Dropout (MXNet's names and arguments), and ``_dot_bias``, the operator of
+``FullyConnectedSparse`` (nets' own layer, weight laid out ``(in_units, units)``)."""
 import math
 
 import numpy as np
@@ -8,7 +9,7 @@ from .. import random as _random
 from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
 from ..ndarray.dense import NDArray
 from . import unary
-from .dot import dot
+from .dot import _csr_dense_into, dot
 from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, RECORDER, TRAINING, Op
 from .shape import _backward_take, reshape
@@ -118,6 +119,69 @@ def _(node, g):
             d_weight = dot(g2, x2, transpose_a=True)
     return (d_data, d_weight,
             None if bias is None or wants[2] is None else _sum_to(g, shape=bias.shape))
+
+
+# -- dot + bias --------------------------------------------------------------------------------
+
+_dot_bias = Op("_dot_bias", ("data", "weight", "bias?"), doc="""\
+``dot(data, weight) + bias`` for 2-D ``data`` (csr or dense) of shape ``(batch,
+in_units)``, ``weight`` ``(in_units, units)`` and an optional ``bias`` ``(units,)``, all
+of one dtype: ``FullyConnectedSparse``'s computation as one operator, as
+``FullyConnected`` is for its own weight layout. For a csr batch the bias fills the
+output that the sparse kernel then adds into, so it costs no pass of its own. The
+gradients are ``dot``'s (row_sparse ``data^T . g`` for the weight when ``data`` is csr;
+none for csr data) and the batch sum of ``g`` for the bias. The output is dense.
+""")
+
+
+@_dot_bias.infer
+def _(data, weight, bias):
+    return "default"
+
+
+def _dot_bias_impl(data, weight, bias):
+    for name, x in (("weight", weight), ("bias", bias)):
+        if x is not None and x.dtype != data.dtype:
+            raise DTypeError(f"_dot_bias: {name} has dtype {x.dtype} but data has dtype "
+                             f"{data.dtype}; all inputs need one dtype")
+    if data.ndim != 2 or weight.ndim != 2 or data.shape[1] != weight.shape[0]:
+        raise ShapeError(f"_dot_bias: data {data.shape} and weight {weight.shape} must be "
+                         f"(batch, in_units) and (in_units, units)")
+    if bias is not None and bias.shape != weight.shape[1:]:
+        raise ShapeError(f"_dot_bias: bias has shape {bias.shape}, expected "
+                         f"({weight.shape[1]},)")
+    if data.stype == "csr":
+        out = np.empty((data.shape[0], weight.shape[1]), weight.dtype)
+        out[...] = 0 if bias is None else bias._np
+        _csr_dense_into(data, weight._np, out)
+    else:
+        out = data._np @ weight._np
+        if bias is not None:
+            out += bias._np
+    return NDArray(out, data.context)
+
+
+for _d in ("default", "csr"):
+    for _b in ("default", None):
+        _dot_bias.impl(_d, "default", _b)(_dot_bias_impl)
+del _d, _b
+
+
+@_dot_bias.vjp
+def _(node, g):
+    """``d data = g . W^T`` (none for csr data), ``d W = data^T . g`` (row_sparse for csr
+    data: ``dot``'s own rule), ``d bias`` = the batch sum of ``g``."""
+    data, weight, bias = node.inputs
+    wants = node.parents  # None: a constant input, no gradient
+    g = as_dense(g)
+    d_data = (dot(g, weight, transpose_b=True)
+              if data.stype != "csr" and wants[0] is not None else None)
+    d_weight = dot(data, g, transpose_a=True) if wants[1] is not None else None
+    d_bias = None
+    if bias is not None and wants[2] is not None:
+        d_bias = (NDArray(g._np.sum(axis=0), g.context) if RECORDER.get() is None
+                  else _sum_to(g, shape=bias.shape))  # (a graph only when differentiated again)
+    return d_data, d_weight, d_bias
 
 
 # -- Embedding ---------------------------------------------------------------------------------

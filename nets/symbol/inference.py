@@ -100,6 +100,15 @@ def _fully_connected(ins, attrs):
     return [data, (n, math.prod(data[len(lead):])), bias], [lead + (n,)]
 
 
+@_rule("_dot_bias")
+def _dot_bias(ins, attrs):
+    data, weight, bias = ins
+    units = weight[1] if weight is not None else bias[0] if bias is not None else None
+    if data is None or units is None:
+        return ins, [None]
+    return [data, (data[1], units), bias if bias is None else (units,)], [(data[0], units)]
+
+
 @_rule("Embedding")
 def _embedding(ins, attrs):
     data = ins[0]

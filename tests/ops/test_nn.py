@@ -1,11 +1,12 @@
-"""nn operators against direct numpy formulas: FullyConnected, Embedding, Activation,
-softmax/log_softmax, Dropout."""
+"""nn operators against direct numpy formulas: FullyConnected, ``_dot_bias``, Embedding,
+Activation, softmax/log_softmax, Dropout."""
 import numpy as np
 import pytest
 
 import nets
 from nets import nd
 from nets.base import DTypeError, NetsError, ShapeError
+from nets.ops.nn import _dot_bias
 from nets.ops.registry import TRAINING
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 from tests.ops.conftest import dense_values
@@ -89,6 +90,51 @@ def test_fully_connected_mixed_dtypes(stype, data, weight, bias, name):
     with pytest.raises(DTypeError, match=f"{name} has dtype {other} but weight has dtype "
                                          f"{weight}"):
         nd.FullyConnected(x, w, b, num_hidden=3)
+
+
+# -- _dot_bias (FullyConnectedSparse) --------------------------------------------------------
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 7, 3), (1, 4, 1), (9, 1, 5)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_dot_bias(stype, density, dtype, shape, bias, no_densify):
+    rows, in_units, units = shape
+    x = rand_ndarray((rows, in_units), stype, density, dtype)
+    w, b = rand_ndarray((in_units, units), dtype=dtype), rand_ndarray((units,), dtype=dtype)
+    y = _dot_bias(x, w, b if bias else None)
+    assert y.stype == "default" and y.dtype == np.dtype(dtype) and y.shape == (rows, units)
+    assert_almost_equal(y, dense_values(x) @ w._np + (b._np if bias else 0))
+
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+def test_dot_bias_empty_batch(stype):
+    x = nd.zeros((0, 6)).tostype(stype)
+    y = _dot_bias(x, rand_ndarray((6, 2)), rand_ndarray((2,)))
+    assert y.shape == (0, 2) and y.stype == "default"
+
+
+def test_dot_bias_split_over_threads(split_kernels):
+    """A csr batch big enough to be cut into row blocks per core: each block starts from
+    the bias."""
+    x = rand_ndarray((40, 30), "csr", 0.3)
+    w, b = rand_ndarray((30, 8)), rand_ndarray((8,))
+    assert_almost_equal(_dot_bias(x, w, b), x.asnumpy() @ w.asnumpy() + b.asnumpy())
+
+
+@pytest.mark.parametrize("wshape, bshape, dtypes, err, match", [
+    ((6, 3), (3,), ("float32", "float64", "float32"), DTypeError,
+     "weight has dtype float64 but data has dtype float32"),
+    ((6, 3), (3,), ("float32", "float32", "float64"), DTypeError, "bias has dtype float64"),
+    ((5, 3), (3,), ("float32",) * 3, ShapeError, r"data \(4, 6\) and weight \(5, 3\)"),
+    ((6, 3), (2,), ("float32",) * 3, ShapeError, r"bias has shape \(2,\), expected \(3,\)"),
+])
+@pytest.mark.parametrize("stype", ["default", "csr"])
+def test_dot_bias_errors(wshape, bshape, dtypes, err, match, stype):
+    x = rand_ndarray((4, 6), stype, 0.5, dtypes[0])
+    with pytest.raises(err, match=match):
+        _dot_bias(x, nd.zeros(wshape, dtype=dtypes[1]), nd.zeros(bshape, dtype=dtypes[2]))
 
 
 # -- Embedding ---------------------------------------------------------------------------------

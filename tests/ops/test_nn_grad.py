@@ -1,11 +1,12 @@
 """Gradients of the nn operators against float64 central differences
-(``check_numeric_gradient``): FullyConnected, Embedding, Activation (and ``_softrelu``),
-softmax, log_softmax, ``_dropout``; plus the exact form of Embedding's row_sparse gradient."""
+(``check_numeric_gradient``): FullyConnected, ``_dot_bias``, Embedding, Activation (and
+``_softrelu``), softmax, log_softmax, ``_dropout``; plus the exact form of Embedding's
+row_sparse gradient."""
 import numpy as np
 import pytest
 
 from nets import autograd, nd
-from nets.ops.nn import _dropout, _softrelu
+from nets.ops.nn import _dot_bias, _dropout, _softrelu
 from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
 
 
@@ -101,6 +102,33 @@ def test_fully_connected_float32(stype):
     assert w.grad.dtype == b.grad.dtype == np.float32
     assert_almost_equal(w.grad, head.asnumpy().T @ x.asnumpy())
     assert_almost_equal(b.grad, head.asnumpy().sum(axis=0))
+
+
+# -- _dot_bias (FullyConnectedSparse) --------------------------------------------------------
+
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_dot_bias_dense(no_bias):
+    x, w, b = rand_ndarray((4, 5)), rand_ndarray((5, 3)), rand_ndarray((3,))
+    check_numeric_gradient(_dot_bias, [x, w] if no_bias else [x, w, b])
+
+
+@pytest.mark.parametrize("density", [0.0, "one_row", 0.5, 1.0])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_dot_bias_csr(density, no_bias):
+    """CSR data is a batch: no gradient; the weight's gradient is row_sparse (the rows of
+    the features the batch touches)."""
+    x, w, b = rand_ndarray((4, 6), "csr", density), rand_ndarray((6, 3)), rand_ndarray((3,))
+    check_numeric_gradient(_dot_bias, [x, w] if no_bias else [x, w, b],
+                           [None, "row_sparse"] + ([] if no_bias else ["default"]))
+
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+def test_dot_bias_second_order(stype):
+    """The vjp is built of operators under ``create_graph``: differentiable again."""
+    x, w, b = rand_ndarray((4, 5), stype, 0.6), rand_ndarray((5, 3)), rand_ndarray((3,))
+    x, w, b = (a.astype("float64") for a in (x, w, b))
+    check_second_order(lambda w: nd.sigmoid(_dot_bias(x, w, b)), w)
+    check_second_order(lambda b: nd.sigmoid(_dot_bias(x, w, b)), b)
 
 
 # -- Embedding ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ SAMPLE_ATTRS.update({name: {"scalar": 2.0} for name, op in OPS.items()
 SKIPPED = {"_backward_slice", "_backward_sum", "_backward_take"}
 # Input shapes other than (N, N).
 SHAPES = {("pick", "index"): (N,), ("SoftmaxOutput", "label"): (N,), ("take", "indices"): (N,),
-          ("FullyConnected", "bias"): (N,)}
+          ("FullyConnected", "bias"): (N,), ("_dot_bias", "bias"): (N,)}
 # Inputs holding whole-number ids in [0, N).
 IDS = {("take", "indices"), ("pick", "index"), ("retain", "indices"), ("Embedding", "data"),
        ("one_hot", "indices"), ("SoftmaxOutput", "label")}
