@@ -243,4 +243,3 @@ def _(node, g):
             dot(a2, g2, transpose_a=not ta)
         db = _as_2d(db, b.shape)
     return da, db
-
