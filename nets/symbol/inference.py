@@ -102,11 +102,13 @@ def _fully_connected(ins, attrs):
 
 @_rule("_dot_bias")
 def _dot_bias(ins, attrs):
-    data, weight, bias = ins
+    data, weight, bias = ins  # (an absent bias is never assigned the shape given for it)
     units = weight[1] if weight is not None else bias[0] if bias is not None else None
-    if data is None or units is None:
+    if units is None:
         return ins, [None]
-    return [data, (data[1], units), bias if bias is None else (units,)], [(data[0], units)]
+    if data is None:
+        return [data, weight, (units,)], [None]
+    return [data, (data[1], units), (units,)], [(data[0], units)]
 
 
 @_rule("Embedding")

@@ -139,6 +139,10 @@ _IDS = nd.array([[1, 0], [3, 2]])
     (lambda x: sym.dot(x, sym.var("w"), transpose_a=True), {"w": nd.ones((3, 6))}),
     (lambda x: sym.Embedding(sym.var("i"), input_dim=4, output_dim=2), {"i": _IDS}),
     (lambda x: sym.FullyConnected(x, num_hidden=2, flatten=False), {}),
+    (lambda x: sym._dot_bias(sym.reshape(x, shape=(3, 20)), sym.var("w"), sym.var("b")),
+     {"w": nd.ones((20, 2))}),
+    (lambda x: sym._dot_bias(sym.reshape(x, shape=(3, 20)), sym.var("w"), sym.var("b")),
+     {"b": nd.ones((7,))}),
 ])
 def test_shape_rules_match_the_computed_arrays(expr, others):
     x = nd.array(np.random.default_rng(0).standard_normal((3, 4, 5)), dtype="float32")
