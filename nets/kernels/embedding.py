@@ -4,14 +4,18 @@ Embedding / ``take`` weight gradient and the merge of row_sparse (and csr) terms
 
 Invariants (the operator checks first): ``gather_rows`` takes any ``ids`` (1-D int64 or
 float64: it checks them itself) and a 2-D C-contiguous ``table``. Otherwise ``ids`` is 1-D
-int64 (any values, any order, repeats allowed: ``sum_rows_by_id`` only compares them, never
-indexes with them; for ``radix_order`` they lie in ``[0, upper)``); ``order`` is a
-permutation of ``range(len(ids))`` (int64) listing ``ids`` in ascending order; ``rows`` is
-2-D, C-contiguous, with ``len(ids)`` rows.
+int64 (any values, any order, repeats allowed, for ``slots_in_order`` which only compares
+them; in ``[0, upper)`` for ``unique_slots`` and ``radix_order``); ``order`` is a
+permutation of ``range(len(ids))`` (int64) listing ``ids`` in ascending order; ``slot``
+holds values in ``[0, groups)``; ``rows`` is 2-D, C-contiguous, with one row per id.
 """
 import numpy as np
 
-from ._jit import PREFETCH_AHEAD, jit, prefetch_row
+from ._jit import PREFETCH_AHEAD, jit, popcount, prefetch_row
+
+# Ids are ranked in a bitmap of their range when it has at most this many 64-bit words
+# per id (its zeroing and prefix pass cost ~0.5 ns a word, the radix sort ~5 ns an id).
+BITMAP_WORDS_PER_ID = 8
 
 
 @jit
@@ -93,34 +97,92 @@ def _bit_length(x):
 
 
 @jit
-def sum_rows_by_id(ids, order, rows):
-    """``(uniq, sums)``: the sorted unique ``ids`` and, per id, the sum of its ``rows``.
+def unique_slots(ids, upper):
+    """``(uniq, slot)``: the sorted unique ``ids`` (in ``[0, upper)``) and, for each id, its
+    position in ``uniq`` (``np.unique(ids, return_inverse=True)`` in linear time).
 
-    The sort is the caller's: ``radix_order`` for row ids, or numpy's stable argsort,
-    which is adaptive, so the sorted runs ``add_n`` concatenates merge in linear time (~5x
-    faster than numba's mergesort); one pass then adds each row into its group's sum. With 64
-    columns this is 9x (1024 random ids) to 20x (two 10000-row terms) faster than
-    gathering the sorted rows for ``np.add.reduceat``; 1-1.3x with one column (csr).
+    Ids that cover their range densely enough are ranked in a bitmap of ``upper`` bits:
+    an id's slot is the count of set bits before it (a prefix count per 64-bit word plus
+    one ``popcount``), with no sort: the 15,360 column ids of a click-through batch over
+    10^6 features take ~40 us, where ``radix_order`` and numbering took ~95 us; 1,024
+    embedding ids below 10^5 3.5 us (7 us). Sparser ids are sorted by ``radix_order``.
     """
-    n, d = rows.shape
-    groups = 0
+    n = len(ids)
+    if not ranks_in_bitmap(n, upper):
+        return slots_in_order(ids, radix_order(ids, upper))
+    words = _words(upper)
+    bits = np.zeros(words, np.uint64)
+    one = np.uint64(1)
     for k in range(n):
-        if k == 0 or ids[order[k]] != ids[order[k - 1]]:
-            groups += 1
-    uniq = np.empty(groups, np.int64)
-    sums = np.empty((groups, d), rows.dtype)
-    zero = rows.dtype.type(0)
-    u = -1
+        v = ids[k]
+        bits[v >> 6] |= one << np.uint64(v & 63)
+    before = np.empty(words, np.int64)  # set bits in the words before each word
+    count = 0
+    for w in range(words):
+        before[w] = count
+        count += popcount(bits[w])
+    uniq = np.empty(count, np.int64)
+    slot = np.empty(n, np.int64)
+    for k in range(n):
+        v = ids[k]
+        w = v >> 6
+        s = before[w] + popcount(bits[w] & ((one << np.uint64(v & 63)) - one))
+        slot[k] = s
+        uniq[s] = v
+    return uniq, slot
+
+
+@jit
+def ranks_in_bitmap(n, upper):
+    """Whether ``unique_slots`` ranks ``n`` ids in ``[0, upper)`` in a bitmap (else sorts)."""
+    return _words(upper) <= BITMAP_WORDS_PER_ID * n
+
+
+@jit
+def _words(upper):
+    """64-bit words of a bitmap of ``upper`` bits (not ``(upper + 63) // 64``, which
+    overflows for ``upper`` near 2^63)."""
+    return upper // 64 + (upper % 64 != 0)
+
+
+@jit
+def slots_in_order(ids, order):
+    """``(uniq, slot)`` as ``unique_slots`` gives them, from an ``order`` listing ``ids``
+    ascending (``radix_order``, or numpy's stable argsort for unbounded keys)."""
+    n = len(ids)
+    slot = np.empty(n, np.int64)
+    groups = 0
     for k in range(n):
         i = order[k]
         if k == 0 or ids[i] != ids[order[k - 1]]:
-            u += 1
-            uniq[u] = ids[i]
-            # The group's first row starts its sum: a pass less than zeroing ``sums`` first
-            # (``0 + x`` still gives +0.0 for a group of -0.0, as adding into zeros did).
+            groups += 1
+        slot[i] = groups - 1
+    uniq = np.empty(groups, np.int64)
+    for k in range(n):
+        uniq[slot[k]] = ids[k]
+    return uniq, slot
+
+
+@jit
+def sum_rows_by_slot(slot, groups, rows):
+    """``sums``, ``(groups, cols)``: ``sums[s]`` adds every ``rows[k]`` with ``slot[k] == s``.
+
+    Rows are read in order and added into their group's row; a group's first row starts its
+    sum, so ``sums`` is never zeroed first (zeroing a 5 MB result and adding into it made
+    the merge of two 10,000-row gradients ~25% slower). ``0 + x``: a group of -0.0 rows
+    still sums to +0.0, as adding into zeros would.
+    """
+    n, d = rows.shape
+    sums = np.empty((groups, d), rows.dtype)
+    started = np.zeros(groups, np.bool_)
+    zero = rows.dtype.type(0)
+    for k in range(n):
+        s = slot[k]
+        if started[s]:
             for j in range(d):
-                sums[u, j] = zero + rows[i, j]
+                sums[s, j] += rows[k, j]
         else:
+            started[s] = True
             for j in range(d):
-                sums[u, j] += rows[i, j]
-    return uniq, sums
+                sums[s, j] = zero + rows[k, j]
+    return sums

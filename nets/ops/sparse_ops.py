@@ -175,19 +175,19 @@ def _common(args):
 def _sum_by_key(keys, values, upper=None):
     """``(unique sorted keys, sums)``: the slices ``values[i]`` added per int64 ``keys[i]``.
 
-    One Numba kernel (``kernels.embedding.sum_rows_by_id``) serves every such merge:
-    row_sparse and csr ``add_n`` (the engine's gradient merging) and the gradients of
-    ``take`` and ``Embedding``. Keys known to lie in ``[0, upper)`` (row ids) are ordered by
-    a linear-time radix sort; others by numpy's stable sort, which merges the sorted runs of
-    concatenated csr terms in linear time.
+    Numba kernels serve every such merge: row_sparse and csr ``add_n`` (the engine's
+    gradient merging) and the gradients of ``take`` and ``Embedding``. Keys known to lie in
+    ``[0, upper)`` (row ids) are numbered in linear time (``unique_slots``: a bitmap rank,
+    or a radix sort); others by numpy's stable sort, which merges the sorted runs of
+    concatenated csr terms in linear time. ``sum_rows_by_slot`` then adds the rows up.
     """
     dtype = values.dtype
     rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])),
                                 np.float32 if dtype == np.float16 else None)  # numba: no f16
-    order = (np.argsort(keys, kind="stable") if upper is None
-             else kernels.embedding.radix_order(keys, upper))
-    keys, sums = kernels.embedding.sum_rows_by_id(keys, order, rows)
-    sums = sums.astype(dtype, copy=False)
+    emb = kernels.embedding
+    keys, slot = (emb.slots_in_order(keys, np.argsort(keys, kind="stable")) if upper is None
+                  else emb.unique_slots(keys, upper))
+    sums = emb.sum_rows_by_slot(slot, len(keys), rows).astype(dtype, copy=False)
     shape = keys.shape + values.shape[1:]
     # No view when the shape is already right: a gradient that owns its memory can be
     # handed to the leaf's buffer without a copy (``autograd.engine._adopt``).

@@ -181,13 +181,13 @@ def test_write_adopts_a_fresh_gradient_instead_of_copying():
 
 def test_write_adopts_a_row_sparse_embedding_gradient(monkeypatch):
     made = []  # where the gradient rows the Embedding vjp computes live (not the arrays:
-    real = kernels.embedding.sum_rows_by_id  # holding them would make adopting unsafe)
+    real = kernels.embedding.sum_rows_by_slot  # holding them would make adopting unsafe)
 
     def spy(*args):
-        keys, sums = real(*args)
+        sums = real(*args)
         made.append(sums.__array_interface__["data"][0])
-        return keys, sums
-    monkeypatch.setattr(kernels.embedding, "sum_rows_by_id", spy)
+        return sums
+    monkeypatch.setattr(kernels.embedding, "sum_rows_by_slot", spy)
     w = nd.array(np.ones((6, 2), np.float32))
     w.attach_grad(stype="row_sparse")
     with autograd.record():

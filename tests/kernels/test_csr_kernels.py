@@ -60,6 +60,21 @@ def test_kernels_match_dense(name, width):
     np.testing.assert_allclose(full, x.T @ w_rows, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_cols", [512, 10 ** 7])  # column ids ranked in a bitmap / sorted
+def test_csr_t_dense_of_a_wide_matrix(n_cols):
+    rng = np.random.default_rng(3)
+    ids = [np.sort(rng.choice(n_cols, 20, replace=False)) for _ in range(20)]  # 20 per row
+    ids[0][-1] = n_cols - 1  # the last column
+    indptr = np.arange(21, dtype=np.int64) * 20
+    indices, data = np.concatenate(ids).astype(np.int64), rng.normal(size=400)
+    w = rng.normal(size=(20, 4))
+    cols, block = kernels.csr_t_dense(indptr, indices, data, w, n_cols)
+    touched = np.unique(indices)
+    x = sp.csr_matrix((data, np.searchsorted(touched, indices), indptr), (20, len(touched)))
+    np.testing.assert_array_equal(cols, touched)
+    np.testing.assert_allclose(block, x.T @ w, atol=1e-12)
+
+
 @pytest.mark.parametrize("rows", [slice(0, 0), slice(0, 1), slice(1, 3), slice(3, 4)])
 def test_csr_dense_on_a_block_of_rows(rows):
     """A slice of indptr (its values still index the whole indices/data) gives those rows:

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from nets.kernels import embedding as kernels
+from nets.kernels._jit import jit, popcount
 
 IDS = {
     "none": [],
@@ -43,25 +44,70 @@ def test_gather_rows_from_an_empty_table_rejects_any_id():
     assert bad == -1 and out.shape == (0, 3)
 
 
+def _unique_slots_reference(ids):
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+# Ranges below 64 * BITMAP_WORDS_PER_ID * len(ids) take the bitmap, larger ones the radix sort.
+@pytest.mark.parametrize("upper", [100, 64 * 8 * 7, 64 * 8 * 7 + 1, 2 ** 40, 2 ** 63 - 1])
+@pytest.mark.parametrize("name", sorted(IDS))
+def test_unique_slots_is_numpy_unique_with_inverse(name, upper):
+    ids = np.array(IDS[name], np.int64)
+    if len(ids) > 1:
+        ids[-1] = upper - 1  # the largest id: the last bit of the last word
+    uniq, slot = kernels.unique_slots(ids, upper)
+    want_uniq, want_slot = _unique_slots_reference(ids)
+    np.testing.assert_array_equal(uniq, want_uniq)
+    np.testing.assert_array_equal(slot, want_slot)
+    assert uniq.dtype == slot.dtype == np.int64
+
+
+@pytest.mark.parametrize("n, upper", [(1000, 64 * 8 * 1000), (1000, 64 * 8 * 1000 + 1),
+                                      (1, 64), (1, 65), (5000, 10 ** 6), (300, 10 ** 5)])
+def test_unique_slots_on_both_sides_of_the_bitmap_threshold(n, upper):
+    ids = np.random.default_rng(n).integers(0, upper, n, dtype=np.int64)
+    ids[0] = upper - 1
+    uniq, slot = kernels.unique_slots(ids, upper)
+    want_uniq, want_slot = _unique_slots_reference(ids)
+    np.testing.assert_array_equal(uniq, want_uniq)
+    np.testing.assert_array_equal(slot, want_slot)
+
+
+@pytest.mark.parametrize("n, upper, bitmap", [
+    (1000, 64 * 8 * 1000, True), (1000, 64 * 8 * 1000 + 1, False), (1, 64 * 8, True),
+    (0, 0, True), (0, 1, False), (10, 2 ** 63 - 1, False)])
+def test_ranks_in_bitmap_up_to_the_words_per_id(n, upper, bitmap):
+    assert kernels.BITMAP_WORDS_PER_ID == 8
+    assert kernels.ranks_in_bitmap(n, upper) is bitmap
+
+
+@pytest.mark.parametrize("name", sorted(IDS))
+def test_slots_in_order_of_any_int64_keys(name):
+    ids = np.array(IDS[name], np.int64) * (2 ** 40) - 7  # negative and large keys too
+    uniq, slot = kernels.slots_in_order(ids, np.argsort(ids, kind="stable"))
+    want_uniq, want_slot = _unique_slots_reference(ids)
+    np.testing.assert_array_equal(uniq, want_uniq)
+    np.testing.assert_array_equal(slot, want_slot)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("width", [0, 3])
 @pytest.mark.parametrize("name", sorted(IDS))
-def test_sum_rows_by_id_matches_numpy(name, width, dtype):
+def test_sum_rows_by_slot_matches_numpy(name, width, dtype):
     ids = np.array(IDS[name], np.int64)
     rows = np.random.default_rng(0).normal(size=(len(ids), width)).astype(dtype)
-    uniq, sums = kernels.sum_rows_by_id(ids, np.argsort(ids, kind="stable"), rows)
-    want_uniq, inverse = np.unique(ids, return_inverse=True)
-    want = np.zeros((len(want_uniq), width), np.float64)
-    np.add.at(want, inverse.reshape(-1), rows)
-    np.testing.assert_array_equal(uniq, want_uniq)
-    assert uniq.dtype == np.int64 and sums.dtype == dtype
+    uniq, slot = _unique_slots_reference(ids)
+    sums = kernels.sum_rows_by_slot(slot, len(uniq), rows)
+    want = np.zeros((len(uniq), width), np.float64)
+    np.add.at(want, slot, rows)
+    assert sums.dtype == dtype and sums.shape == want.shape
     np.testing.assert_allclose(sums, want, rtol=1e-6)
 
 
-def test_sum_rows_by_id_of_negative_zeros_is_positive_zero():
-    """As adding into zeros gives: a sum that starts from its group's first row keeps that."""
-    ids = np.array([2, 0, 2], np.int64)
-    _, sums = kernels.sum_rows_by_id(ids, np.argsort(ids, kind="stable"), np.full((3, 2), -0.0))
+def test_sum_rows_by_slot_of_negative_zeros_is_positive_zero():
+    """As adding into zeros gives (what the gradient of a -0.0 row must be)."""
+    sums = kernels.sum_rows_by_slot(np.array([1, 0, 1], np.int64), 2, np.full((3, 2), -0.0))
     assert not np.signbit(sums).any()
 
 
@@ -92,3 +138,17 @@ def test_radix_order_long_input_uses_wide_digits(n, upper):
     ids = np.random.default_rng(0).integers(0, upper, n).astype(np.int64)
     np.testing.assert_array_equal(kernels.radix_order(ids, upper),
                                   np.argsort(ids, kind="stable"))
+
+
+@jit
+def _compiled_popcount(x):
+    return popcount(x)
+
+
+@pytest.mark.parametrize("x", [0, 1, 2 ** 63, 2 ** 64 - 1, 0x5555_5555_5555_5555, 12345678901])
+def test_popcount_compiled_and_in_python(x):
+    want = bin(x).count("1")
+    assert popcount(np.uint64(x)) == want
+    assert _compiled_popcount(np.uint64(x)) == want
+    if x < 2 ** 63:  # a signed argument counts the bits of its two's complement
+        assert _compiled_popcount(np.int64(x)) == want
