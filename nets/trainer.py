@@ -55,6 +55,7 @@ class Trainer:
                                            **(optimizer_params or {}))
         self._scale = self._optimizer.rescale_grad
         self._states = [None] * len(self._params)
+        self._created = [False] * len(self._params)  # (a state may be None: SGD's)
 
     @property
     def optimizer(self):
@@ -95,8 +96,9 @@ class Trainer:
                     f"Trainer: gradient of Parameter {p.name!r} is stale: it was not computed "
                     f"by backward() since the last step (is it used in the forward pass under "
                     f"autograd.record()?). Pass ignore_stale_grad=True to skip such parameters")
-            if self._states[i] is None:
+            if not self._created[i]:
                 self._states[i] = self._optimizer.create_state_multi_precision(i, weight)
+                self._created[i] = True
             grad = weight.grad
             self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
@@ -111,3 +113,4 @@ class Trainer:
     def load_states(self, fname):
         """Load states saved by ``save_states`` for the same parameters and optimizer."""
         self._states = load_states(fname, self._optimizer, [p.name for p in self._params])
+        self._created = [s is not None for s in self._states]  # None: made at the next step

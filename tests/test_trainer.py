@@ -133,6 +133,26 @@ def test_save_load_states_resumes_exactly(tmp_path, optimizer):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
+def test_states_saved_before_any_step_are_created_at_the_first_step(tmp_path):
+    """A state saved as None (no step yet) is made at the next step, as on a fresh
+    Trainer: Adam then keeps its moments instead of updating without them."""
+    x = rand_ndarray((3, 20), "csr", density=0.3)
+    nets_ = [_net(), _net()]
+    for p, q in zip(*[n.collect_params().values() for n in nets_]):
+        q.set_data(p.data().copy())
+    fresh = nets.Trainer(nets_[0].collect_params(), "adam", {"learning_rate": 0.05})
+    path = str(tmp_path / "none.npz")
+    nets.Trainer(nets_[1].collect_params(), "adam").save_states(path)
+    loaded = nets.Trainer(nets_[1].collect_params(), "adam", {"learning_rate": 0.05})
+    loaded.load_states(path)
+    for _ in range(3):
+        for net, trainer in zip(nets_, (fresh, loaded)):
+            _backward(net, x)
+            trainer.step(3)
+    for a, b in zip(*map(_snapshot, nets_)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def test_load_states_rejects_mismatches(tmp_path):
     net = _net()
     trainer = nets.Trainer(net.collect_params(), "adam")

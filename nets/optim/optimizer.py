@@ -68,6 +68,12 @@ class Optimizer:
     opt_registry = {}
     default_lr = 0.01
     _kernel_states = 0  # how many states this optimizer's kernel takes (unused ones: None)
+
+    @property
+    def _states_read(self):
+        """How many of the kernel's states (the first ones) an update reads: each must be
+        given. All of them unless an optimizer's settings leave some out."""
+        return self._kernel_states
     # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
     _decays = True
 
@@ -225,6 +231,10 @@ class Optimizer:
         lr, wd = self._get_lr(index), self._get_wd(index)
         states = _as_tuple(state)
         states += (None,) * (self._kernel_states - len(states))
+        for i in range(self._states_read):
+            if states[i] is None:  # the kernel would read rows of a missing state
+                raise NetsError(f"{type(self).__name__}.update: parameter {index} has no state "
+                                f"{i} (got state={state!r}); pass create_state(index, weight)")
         rows = _RowPlan(self._operands(index, weight, states), weight, states, grad,
                         self.lazy_update)
         wd_mode = self._wd_mode
@@ -461,16 +471,7 @@ class _RowPlan:
         self.arrays = [w, grad_data, *views]
         lines.insert(1, grad_line)
         self.weight_rows = lines[0]
-        if all(line is None for line in lines):
-            self.pos = _no_positions(len(lines))  # every row, in order
-        else:
-            every = None
-            for i, line in enumerate(lines):
-                if line is None:
-                    if every is None:
-                        every = np.arange(self.count, dtype=_INDEX)
-                    lines[i] = every
-            self.pos = np.array(lines, dtype=_INDEX)
+        self.pos = _positions(lines, self.count)
 
     def _line(self, a, fill):
         """Positions in ``a``'s storage of the rows to update (None: row k is row k)."""
@@ -524,6 +525,17 @@ def _placeholder(dtype, cols):
 def _no_positions(lines):
     """The empty ``pos`` of an update of every row, in order."""
     return np.empty((lines, 0), dtype=_INDEX)
+
+
+def _positions(lines, count):
+    """``pos`` from one line per operand (None: every row, in order); no columns when every
+    line is None."""
+    if all(line is None for line in lines):
+        return _no_positions(len(lines))
+    pos = np.empty((len(lines), count), _INDEX)
+    for i, line in enumerate(lines):
+        pos[i] = np.arange(count) if line is None else line
+    return pos
 
 
 def _scale_rows(w, rows, factors):

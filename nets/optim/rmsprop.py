@@ -29,6 +29,10 @@ class RMSProp(Optimizer):
     default_lr = 0.001
     _kernel_states = 3
 
+    @property
+    def _states_read(self):
+        return 3 if self.centered else 1
+
     def __init__(self, learning_rate=None, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
                  centered=False, clip_weights=None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)

@@ -18,6 +18,7 @@ class SGD(Optimizer):
     """
 
     _kernel_states = 1
+    _states_read = 0  # the momentum is read only when given (``has_mom``)
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(lazy_update=lazy_update, **kwargs)

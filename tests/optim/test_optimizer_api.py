@@ -197,6 +197,26 @@ def test_argument_errors():
         create("sgd", clip_gradient=None)  # None is the documented "off"
 
 
+@pytest.mark.parametrize("name, kwargs, state", [
+    ("adam", {}, None), ("adagrad", {}, None), ("ftrl", {}, None),
+    ("rmsprop", {}, None), ("adam", {}, "half"), ("rmsprop", {"centered": True}, "uncentered")])
+@pytest.mark.parametrize("stype", ["default", "row_sparse"])
+def test_a_missing_state_raises_instead_of_being_read(name, kwargs, state, stype):
+    """The kernels read every state an update needs: a missing one (None, Adam's var
+    alone, or RMSProp's state made before ``centered=True``) is an error, not a read of
+    memory that is not there."""
+    opt = create(name, **kwargs)
+    weight = nd.ones((3, 2))
+    if state == "half":
+        state = (opt.create_state(0, weight)[0], None)
+    elif state == "uncentered":
+        state = create(name).create_state(0, weight)
+    grad = nd.ones((3, 2)).tostype(stype)
+    with pytest.raises(nets.NetsError, match="has no state"):
+        opt.update(0, weight, grad, state)
+    opt.update(0, weight, grad, opt.create_state(0, weight))  # with its states: fine
+
+
 def test_no_dropped_weight_or_state_is_kept_alive():
     """The optimizer reuses its checks of a parameter's dense arrays between updates, but
     refers to them weakly: a weight or state dropped by its owner is freed at once."""
