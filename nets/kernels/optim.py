@@ -7,9 +7,7 @@ Invariants the caller (``nets.optim``) guarantees:
 - update ``k`` (``start <= k < stop``: threads may each take a range of the updates)
   touches row ``pos[0, k]`` of the weight, row ``pos[1, k]`` of the gradient and row
   ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
-  from a sparse gradient points at a zero row appended to its data). A ``pos`` of two
-  lines gives every state the weight's row (dense states: reading the weight's line
-  instead of copies of it made lazy Adam ~30% faster). An empty ``pos`` (no
+  from a sparse gradient points at a zero row appended to its data). An empty ``pos`` (no
   columns) means row ``k`` of every operand: the dense path builds no index array. A state
   the optimizer does not use is a ``(0, cols)`` placeholder, never read;
 - the weight's and each state's line of ``pos`` hold unique rows (a canonical row_sparse
@@ -40,12 +38,8 @@ TINY = 1e-30
 
 @jit
 def _at(pos, operand, k):
-    """Row of ``operand`` for update ``k``: its line of ``pos``, the weight's line for a state
-    when ``pos`` holds only the weight's and the gradient's (dense states share the weight's
-    rows), or ``k`` itself when ``pos`` is empty."""
-    if not pos.shape[1]:
-        return k
-    return pos[operand if operand < pos.shape[0] else 0, k]
+    """Row of ``operand`` for update ``k`` (row ``k`` itself when ``pos`` is empty)."""
+    return pos[operand, k] if pos.shape[1] else k
 
 
 @jit
@@ -55,7 +49,7 @@ def _ahead(pos, k, stop, operand, a):
     prefetcher follows them) or for a placeholder state."""
     q = k + PREFETCH_AHEAD
     if pos.shape[1] and q < stop and a.shape[0]:
-        prefetch_row(a, _at(pos, operand, q))
+        prefetch_row(a, pos[operand, q])
 
 
 @jit

@@ -20,11 +20,10 @@ def _arrays(n_states, rng):
     return w, g, states
 
 
-def _pos(rows, grad_rows, n_states, shared=False):
-    """pos for weight/state rows ``rows`` and gradient rows ``grad_rows``: a line per state,
-    or (``shared``) none, the states reading the weight's line."""
+def _pos(rows, grad_rows, n_states):
+    """pos for weight/state rows ``rows`` and gradient rows ``grad_rows``."""
     rows = np.asarray(rows, np.int64)
-    return np.stack([rows, np.asarray(grad_rows, np.int64)] + [rows] * n_states * (not shared))
+    return np.stack([rows, np.asarray(grad_rows, np.int64)] + [rows] * n_states)
 
 
 # (rows updated, gradient row for each): none, first only, last only, absent gradient, all
@@ -40,14 +39,13 @@ def _expected_sgd(w, g, mom, rows, grows, lr, wd, momentum):
     return w, mom
 
 
-@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("rows, grows", LAYOUTS)
-def test_sgd_rows(rows, grows, shared):
+def test_sgd_rows(rows, grows):
     w, g, (mom,) = _arrays(1, np.random.default_rng(0))
     dense = grows is None
     grows = list(range(R)) if dense else grows
     ew, em = _expected_sgd(w, g, mom, rows, grows, 0.1, 0.01, 0.9)
-    pos = np.empty((3, 0), np.int64) if dense else _pos(rows, grows, 1, shared)
+    pos = np.empty((3, 0), np.int64) if dense else _pos(rows, grows, 1)
     K.sgd(pos, 0, len(rows), w, g, mom, F(0.1), F(0.01), F(0.9), F(1), NO_CLIP, True)
     np.testing.assert_allclose(w, ew, rtol=1e-5)
     np.testing.assert_allclose(mom, em, rtol=1e-5)
@@ -64,10 +62,9 @@ def test_sgd_without_momentum_never_reads_placeholder():
           False)
 
 
-@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("rows, grows", LAYOUTS)
 @pytest.mark.parametrize("decoupled", [False, True])
-def test_adam_rows(rows, grows, decoupled, shared):
+def test_adam_rows(rows, grows, decoupled):
     w, g, (m, v) = _arrays(2, np.random.default_rng(2))
     dense = grows is None
     grows = list(range(R)) if dense else grows
@@ -77,16 +74,15 @@ def test_adam_rows(rows, grows, decoupled, shared):
         em[r] = 0.9 * em[r] + 0.1 * x
         ev[r] = 0.99 * ev[r] + 0.01 * x * x
         ew[r] -= 0.01 * (em[r] / (np.sqrt(ev[r]) + 1e-8) + (0.1 * ew[r] if decoupled else 0))
-    pos = np.empty((4, 0), np.int64) if dense else _pos(rows, grows, 2, shared)
+    pos = np.empty((4, 0), np.int64) if dense else _pos(rows, grows, 2)
     K.adam(pos, 0, len(rows), w, g, m, v, F(0.01), F(0.9), F(0.99), F(1e-8), F(0.1), F(1),
            NO_CLIP, decoupled)
     for got, exp in ((w, ew), (m, em), (v, ev)):
         np.testing.assert_allclose(got, exp, rtol=1e-5)
 
 
-@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("rows, grows", LAYOUTS[1:4])
-def test_adagrad_ftrl_rmsprop_touch_listed_rows_only(rows, grows, shared):
+def test_adagrad_ftrl_rmsprop_touch_listed_rows_only(rows, grows):
     rng = np.random.default_rng(3)
     for kernel, n_states, scalars in [
             (K.adagrad, 1, (F(0.1), F(0.01), F(1e-7), F(1), F(0.5))),
@@ -99,7 +95,7 @@ def test_adagrad_ftrl_rmsprop_touch_listed_rows_only(rows, grows, shared):
         states[1:] = [s * F(0.1) for s in states[1:]]  # centered RMSProp: n > mg**2
         before = [a.copy() for a in [w] + states]
         arrays = states + [np.empty((0, C), F)] * (3 - n_states if kernel is K.rmsprop else 0)
-        pos = _pos(rows, grows, len(arrays), shared)
+        pos = _pos(rows, grows, len(arrays))
         kernel(pos, 0, len(rows), w, g, *arrays, *scalars)
         untouched = [r for r in range(R) if r not in rows]
         for a, b in zip([w] + states, before):
