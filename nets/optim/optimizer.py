@@ -221,7 +221,9 @@ class Optimizer:
         """Update ``weight`` (and ``state``) in place from ``grad``.
 
         ``index`` identifies the parameter (its update count, multipliers); lists of
-        indices, weights, gradients and states update several parameters.
+        indices, weights, gradients and states update several parameters. ``state`` is
+        what ``create_state(index, weight)`` made: a missing array the update reads, or
+        more arrays than the optimizer keeps, raise ``NetsError``.
         """
         if isinstance(index, (list, tuple)):
             for args in zip(index, weight, grad, state):
@@ -230,6 +232,10 @@ class Optimizer:
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         states = _as_tuple(state)
+        if len(states) > self._kernel_states:
+            raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
+                            f"{len(states)} state arrays, at most {self._kernel_states} expected; "
+                            f"pass create_state(index, weight)")
         states += (None,) * (self._kernel_states - len(states))
         for i in range(self._states_read):
             if states[i] is None:  # the kernel would read rows of a missing state

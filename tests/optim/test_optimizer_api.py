@@ -217,6 +217,13 @@ def test_a_missing_state_raises_instead_of_being_read(name, kwargs, state, stype
     opt.update(0, weight, grad, opt.create_state(0, weight))  # with its states: fine
 
 
+def test_too_many_states_raise():
+    weight = nd.ones((3, 2))
+    states = tuple(nd.zeros((3, 2)) for _ in range(3))
+    with pytest.raises(nets.NetsError, match="3 state arrays, at most 2"):
+        create("adam").update(0, weight, nd.ones((3, 2)), states)
+
+
 def test_no_dropped_weight_or_state_is_kept_alive():
     """The optimizer reuses its checks of a parameter's dense arrays between updates, but
     refers to them weakly: a weight or state dropped by its owner is freed at once."""
