@@ -68,14 +68,14 @@ class Optimizer:
     opt_registry = {}
     default_lr = 0.01
     _kernel_states = 0  # how many states this optimizer's kernel takes (unused ones: None)
+    # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
+    _decays = True
 
     @property
     def _states_read(self):
         """How many of the kernel's states (the first ones) an update reads: each must be
         given. All of them unless an optimizer's settings leave some out."""
         return self._kernel_states
-    # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
-    _decays = True
 
     def __init__(self, learning_rate=None, wd=0.0, rescale_grad=1.0, clip_gradient=None,
                  lr_scheduler=None, multi_precision=False, param_dict=None, lazy_update=True,
