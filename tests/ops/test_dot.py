@@ -117,6 +117,21 @@ def test_dense_nd_follows_mxnet(a_shape, b_shape, ta, tb, axes):
     assert_almost_equal(dot(a, b, transpose_a=ta, transpose_b=tb), ref)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+@pytest.mark.parametrize("ta,tb", FLAGS)
+@pytest.mark.parametrize("m,n", [(6, 5), (1, 1), (0, 3)])
+def test_contracted_size_one_is_an_outer_product(m, n, ta, tb, dtype):
+    """(m, 1) . (1, n): the float path is a numba outer product (numpy's matmul is slow
+    there); every dtype gives numpy's values exactly (one rounding per entry)."""
+    a = nd.array(np.arange(1, m + 1).reshape((1, m) if ta else (m, 1)), dtype=dtype)
+    b = nd.array((np.arange(n) - 2.5).reshape((n, 1) if tb else (1, n)), dtype=dtype)
+    out = dot(a, b, transpose_a=ta, transpose_b=tb)
+    x, y = a.asnumpy(), b.asnumpy()
+    ref = (x.T if ta else x) @ (y.T if tb else y)
+    assert out.dtype == np.dtype(dtype) and out.shape == (m, n)
+    np.testing.assert_array_equal(out.asnumpy(), ref)
+
+
 def test_dense_1d():
     v, w = nd.array([1.0, 2.0, 3.0]), nd.array(np.arange(6.0).reshape(3, 2), dtype="float32")
     assert dot(v, v).shape == (1,) and dot(v, v).asscalar() == 14.0  # MXNet: shape (1,)

@@ -12,10 +12,11 @@ def _shape(m, n, transposed):
     return (n, m) if transposed else (m, n)
 
 
+@pytest.mark.parametrize("k", [4, 1])  # 1: an outer product (its own kernel)
 @pytest.mark.parametrize("ta, tb", FLAGS)
-def test_dense_dense_all_flags(ta, tb):
-    a = rand_ndarray(_shape(3, 4, ta), dtype="float64")
-    b = rand_ndarray(_shape(4, 5, tb), dtype="float64")
+def test_dense_dense_all_flags(ta, tb, k):
+    a = rand_ndarray(_shape(3, k, ta), dtype="float64")
+    b = rand_ndarray(_shape(k, 5, tb), dtype="float64")
     check_numeric_gradient(lambda x, y: nd.dot(x, y, transpose_a=ta, transpose_b=tb), [a, b])
 
 

@@ -67,12 +67,13 @@ def _pattern_grad(x):
 @pytest.mark.parametrize("shape, flatten", [((3, 4), True), ((3, 4), False), ((2, 3, 2), True),
                                             ((2, 3, 4), False), ((4,), False)])
 @pytest.mark.parametrize("no_bias", [False, True])
-def test_fully_connected_dense(shape, flatten, no_bias):
+@pytest.mark.parametrize("units", [5, 1])  # 1: the data gradient is an outer product
+def test_fully_connected_dense(shape, flatten, no_bias, units):
     in_units = int(np.prod(shape[1:])) if flatten else shape[-1]
-    x, w, b = rand_ndarray(shape), rand_ndarray((5, in_units)), rand_ndarray((5,))
+    x, w, b = rand_ndarray(shape), rand_ndarray((units, in_units)), rand_ndarray((units,))
 
     def fc(x, w, b=None):
-        return nd.FullyConnected(x, w, b, num_hidden=5, no_bias=no_bias, flatten=flatten)
+        return nd.FullyConnected(x, w, b, num_hidden=units, no_bias=no_bias, flatten=flatten)
     check_numeric_gradient(fc, [x, w] if no_bias else [x, w, b])
 
 
