@@ -16,7 +16,7 @@ __all__ = ["dot"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def matmul(a, b):
+def _matmul(a, b):
     """``a @ b`` for 2-D numpy ``a``, ``b`` of one dtype. A contracted size of 1 (an outer
     product, e.g. the input gradient of a one-unit layer) goes to a numba kernel: numpy's
     matmul takes a slow non-BLAS loop for it (40 us for (512, 1) @ (1, 64), 2.6 us here)."""
@@ -94,7 +94,7 @@ def _(lhs, rhs, transpose_a, transpose_b):
     if a2.shape[1] != b2.shape[0]:
         raise _shape_error(lhs, rhs, transpose_a, transpose_b,
                            f"contracted sizes differ ({a2.shape[1]} vs {b2.shape[0]})")
-    out = matmul(a2, b2).reshape(a_free + b_free or (1,))
+    out = _matmul(a2, b2).reshape(a_free + b_free or (1,))
     return NDArray(out, lhs.context)
 
 
@@ -128,7 +128,7 @@ def _dot2(lhs, rhs, ta, tb):
         return _from_scipy((a.T if ta else a) @ (b.T if tb else b), lhs.context)
     if lhs.stype == "default" and rhs.stype == "default":
         a, b = lhs._np, rhs._np
-        return NDArray(matmul(a.T if ta else a, b.T if tb else b), lhs.context)
+        return NDArray(_matmul(a.T if ta else a, b.T if tb else b), lhs.context)
     if lhs.stype == "default":  # dense . csr = (csr.T . dense.T).T
         return _transpose(_csr_dense(rhs, lhs, not tb, not ta))
     return _csr_dense(lhs, rhs, ta, tb)

@@ -9,7 +9,7 @@ from .. import random as _random
 from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
 from ..ndarray.dense import NDArray
 from . import unary
-from .dot import _csr_dense_into, dot, matmul
+from .dot import _csr_dense_into, _matmul, dot
 from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, RECORDER, TRAINING, Op
 from .shape import _backward_take, reshape
@@ -70,7 +70,7 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten):
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
     else:
-        y = matmul(data._np.reshape(math.prod(shape[:-1]), weight.shape[1]), weight._np.T)
+        y = _matmul(data._np.reshape(math.prod(shape[:-1]), weight.shape[1]), weight._np.T)
     if bias is not None:
         y += bias._np
     return NDArray(y.reshape(shape), data.context)
@@ -100,9 +100,9 @@ def _(node, g):
         # not differentiated again: the same products in numpy, without dispatching ops
         g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
         return (None if wants[0] is None else
-                NDArray(matmul(g2, weight._np).reshape(data.shape), ctx),
+                NDArray(_matmul(g2, weight._np).reshape(data.shape), ctx),
                 None if wants[1] is None else
-                NDArray(matmul(g2.T, data._np.reshape(g2.shape[0], -1)), ctx),
+                NDArray(_matmul(g2.T, data._np.reshape(g2.shape[0], -1)), ctx),
                 None if bias is None or wants[2] is None else
                 NDArray(g2.sum(axis=0, dtype=g2.dtype), ctx))
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
@@ -155,7 +155,7 @@ def _dot_bias_impl(data, weight, bias):
         out[...] = 0 if bias is None else bias._np
         _csr_dense_into(data, weight._np, out)
     else:
-        out = matmul(data._np, weight._np)
+        out = _matmul(data._np, weight._np)
         if bias is not None:
             out += bias._np
     return NDArray(out, data.context)
