@@ -169,7 +169,7 @@ def sum_rows_by_slot(slot, groups, rows):
 
     Rows are read in order and added into their group's row; a group's first row starts its
     sum, so ``sums`` is never zeroed first (zeroing a 5 MB result and adding into it made
-    the merge of two 10,000-row gradients ~25% slower). ``0 + x``: a group of -0.0 rows
+    the merge of two 10,000-row gradients ~20-25% slower). ``0 + x``: a group of -0.0 rows
     still sums to +0.0, as adding into zeros would.
     """
     n, d = rows.shape
