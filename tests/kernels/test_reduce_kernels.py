@@ -55,3 +55,22 @@ def test_csr_row_and_col_paths_through_the_ops(name, kind):
         assert_almost_equal(op(x, axis=axis), fn(a, axis=axis), equal_nan=True)
     if a.size:
         assert_almost_equal(op(x), [fn(a)], equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (1, 1), (5, 7), (64, 8), (9, 33), (4, 128)])
+def test_row_sums(shape, dtype):
+    """Against float64 sums, at float32's precision for a row of up to 128 values."""
+    a = np.random.default_rng(shape[1]).normal(size=shape).astype(dtype)
+    out = kernels.reduce.row_sums(a)
+    assert out.dtype == dtype and out.shape == shape[:1]
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a.astype(np.float64).sum(axis=1), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sums_propagate_nan_and_inf(dtype):
+    """Reordering additions must not assume finite values (no fast-math beyond reassoc)."""
+    a = np.ones((4, 16), dtype)
+    a[0, 3], a[1, 5], a[2, 1], a[2, 9], a[3, 15] = np.nan, np.inf, np.inf, -np.inf, -np.inf
+    np.testing.assert_array_equal(kernels.reduce.row_sums(a), [np.nan, np.inf, np.nan, -np.inf])

@@ -186,11 +186,12 @@ def test_bad_arguments_name_the_value(stype):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
 @pytest.mark.parametrize("shape, axis", [
     ((1000, 32), 1), ((7, 128), -1), ((7, 129), 1), ((3, 4, 5), (1, 2)), ((3, 4, 5), 2),
-    ((3, 4, 5), (0, 2)), ((5, 1), 1), ((0, 8), 1), ((2, 3), None)])
+    ((3, 4, 5), (0, 2)), ((5, 1), 1), ((0, 8), 1), ((2, 3), None),
+    ((2048, 128), 1), ((2049, 128), 1)])  # 2^18 values: the row-sum kernel; one row more: BLAS
 @pytest.mark.parametrize("op", ["sum", "mean"])
 def test_sum_mean_over_trailing_axes(op, shape, axis, dtype):
-    """Short trailing rows (one matrix-vector product) and everything else agree with numpy;
-    integer sums stay exact."""
+    """Short trailing rows (the row-sum kernel, or one matrix-vector product when large) and
+    everything else agree with numpy; integer sums stay exact."""
     rng = np.random.default_rng(0)
     integer = np.dtype(dtype).kind == "i"
     a = (rng.integers(-2 ** 20, 2 ** 20, shape) if integer else rng.normal(size=shape))
