@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
     "ContextError", "StorageFallbackWarning", "STYPES", "DEFAULT_DTYPE", "INDEX_DTYPE",
+    "FLOAT_DTYPES",
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_stype",
     "normalize_shape",
 ]
@@ -23,6 +24,7 @@ TRAINING = contextvars.ContextVar("nets_training", default=False)
 
 DEFAULT_DTYPE = np.dtype(np.float32)
 INDEX_DTYPE = np.dtype(np.int64)  # every sparse index array is int64: one kernel specialisation
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # what float kernels are written for
 STYPES = ("default", "csr", "row_sparse")
 
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..base import DTypeError, ShapeError
+from ..base import FLOAT_DTYPES, DTypeError, ShapeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
@@ -13,14 +13,12 @@ from .shape import reshape
 
 __all__ = ["dot"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
 
 def _matmul(a, b):
     """``a @ b`` for 2-D numpy ``a``, ``b`` of one dtype. A contracted size of 1 (an outer
     product, e.g. the input gradient of a one-unit layer) goes to a numba kernel: numpy's
     matmul takes a slow non-BLAS loop for it (40 us for (512, 1) @ (1, 64), 2.6 us here)."""
-    if a.shape[1] == 1 and a.dtype in _FLOATS and a.dtype == b.dtype:
+    if a.shape[1] == 1 and a.dtype in FLOAT_DTYPES and a.dtype == b.dtype:
         return kernels.dense.outer(a[:, 0], b[0])
     return a @ b
 

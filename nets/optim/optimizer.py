@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import kernels
-from ..base import DTypeError, NetsError, ShapeError, StorageTypeError
+from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
 from ..ndarray.creation import zeros
 from ..ndarray.dense import NDArray
 
@@ -25,7 +25,6 @@ __all__ = ["Optimizer", "register", "create", "WD_MODES"]
 
 WD_MODES = ("lazy", "catchup", "dense")
 _INDEX = np.int64
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # the dtypes optimizers update
 
 
 class Optimizer:
@@ -549,7 +548,7 @@ def _scale_rows(w, rows, factors):
 def _check_operand(a, what, weight):
     if a.__class__ is NDArray and weight.__class__ is NDArray:  # the common dense operand
         x, w = a._np, weight._np
-        if x.dtype == w.dtype and x.shape == w.shape and x.dtype in _FLOATS:
+        if x.dtype == w.dtype and x.shape == w.shape and x.dtype in FLOAT_DTYPES:
             return
     if not isinstance(a, NDArray):
         raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
@@ -558,7 +557,7 @@ def _check_operand(a, what, weight):
                                f"row_sparse arrays")
     if a.shape != weight.shape:
         raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(weight.shape)}")
-    if a.dtype not in _FLOATS:
+    if a.dtype not in FLOAT_DTYPES:
         hint = "; use multi_precision=True for float16" if a.dtype == np.float16 else ""
         raise DTypeError(f"{what} has dtype {a.dtype}: optimizers update float32 and float64 "
                          f"arrays{hint}")
