@@ -103,7 +103,7 @@ class Trainer:
             self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
             if grad.stype == "row_sparse":  # empty it: no rows until the next backward
-                grad._set_parts(grad._empty(grad.shape, grad.dtype), copy=False)
+                grad._clear()
 
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):

@@ -70,7 +70,9 @@ def test_row_sparse_gradient_is_emptied_after_step_and_untouched_rows_keep_value
     _backward(net, x)
     assert list(net[0].weight.grad().indices.asnumpy()) == [3, 11]
     nets.Trainer(net.collect_params(), "adam", {"learning_rate": 0.1}).step(2)
-    assert net[0].weight.grad().indices.size == 0
+    g = net[0].weight.grad()  # emptied: no rows, same shape and dtype
+    assert g.stype == "row_sparse" and g.indices.size == 0 and g.data.shape == (0, 3)
+    assert g.shape == (20, 3) and g.dtype == np.float32 and not g.asnumpy().any()
     after = net[0].weight.data().asnumpy()
     untouched = np.setdiff1d(np.arange(20), [3, 11])
     assert np.array_equal(after[untouched], before[untouched])

@@ -494,7 +494,11 @@ class _RowPlan:
         ``floats`` cast to the dtype. A lazy update waits on memory latency (scattered rows),
         so a large one is split over threads: each core keeps its own rows in flight. A
         dense pass streams memory at the bandwidth one core already gets: one call."""
-        pos, args = self.pos, (*self.arrays, *np.array(floats, self.dtype), *flags)
+        try:
+            floats = _typed(floats, self.dtype)
+        except TypeError:  # an unhashable rate (a 0-d array): converted, not cached
+            floats = tuple(np.array(floats, self.dtype))
+        pos, args = self.pos, (*self.arrays, *floats, *flags)
         if not pos.shape[1]:
             kernel(pos, 0, self.count, *args)
             return
@@ -515,6 +519,14 @@ class _RowPlan:
         keep[self._weight_positions()] = False
         rows = np.flatnonzero(keep).astype(_INDEX)
         _scale_rows(self.arrays[0], rows, np.full(len(rows), factor))
+
+
+@functools.lru_cache(maxsize=256)
+def _typed(floats, dtype):
+    """``floats`` as numpy scalars of ``dtype``, as the kernels take them (so each kernel
+    compiles once per weight dtype). Cached: every parameter and every step passes the same
+    few rates, and converting them took ~1.5 us per update."""
+    return tuple(np.array(floats, dtype))
 
 
 @functools.cache

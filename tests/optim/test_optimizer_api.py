@@ -75,6 +75,11 @@ def test_set_learning_rate():
     assert opt.learning_rate == 0.3
     opt.learning_rate = 0.5
     assert opt.lr == 0.5
+    weight = nd.ones((2,))
+    for lr in (0.5, 0.25, np.array(0.125)):  # (rates are cached by value; a 0-d array too)
+        opt.set_learning_rate(lr)
+        opt.update(0, weight, nd.ones((2,)), None)
+    assert_almost_equal(weight.asnumpy(), 1 - (0.5 + 0.25 + 0.125) * np.ones(2))
 
 
 class _Param:
