@@ -76,16 +76,15 @@ def scale(g, d):
     """``g * d``: the gradient ``g`` times a derivative ``d`` (a number or an array).
 
     A sparse ``g`` keeps its pattern; a csr/row_sparse mix keeps ``g``'s storage type.
+    Floating-point warnings are the caller's to silence (the vjps do, once per call).
     """
     if isinstance(d, numbers.Number):
         return g if d == 1 else -g if d == -1 else g * d
     if isinstance(d, np.ndarray):  # a formula evaluated on numpy values (see declare_vjp)
-        with np.errstate(all="ignore"):
-            return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
+        return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
     if g.stype == d.stype == "default" and RECORDER.get() is None:
         # not differentiated again: numpy's product directly (what broadcast_mul computes)
-        with np.errstate(all="ignore"):
-            return NDArray(np.multiply(g._np, d._np), g.context)
+        return NDArray(np.multiply(g._np, d._np), g.context)
     if "default" not in (g.stype, d.stype) and g.stype != d.stype:
         d = cast_storage(d, stype=g.stype)
     return g * d
@@ -113,22 +112,19 @@ def declare_vjp(op, derivatives, fit=None):
     def _(node, g):
         args = []
         grads = []
-        for d, x, parent in zip(derivatives, node.inputs, node.parents):
-            if d is None or parent is None:
-                grads.append(None)
-                continue
-            if callable(d):
-                if not args:
-                    args += _formula_args(node, g)
-                if type(args[-1]) is np.ndarray:
-                    with np.errstate(all="ignore"):
-                        d = d(*args, **node.attrs)
-                    if isinstance(d, NDArray):  # a formula calling nets operators
-                        d = d._np
-                else:
+        with np.errstate(all="ignore"):  # as in the forward: results follow numpy (nan, inf)
+            for d, x, parent in zip(derivatives, node.inputs, node.parents):
+                if d is None or parent is None:
+                    grads.append(None)
+                    continue
+                if callable(d):
+                    if not args:
+                        args += _formula_args(node, g)
                     d = d(*args, **node.attrs)
-            grad = scale(g, d)
-            grads.append(grad if fit is None else fit(grad, x))
+                    if isinstance(d, NDArray) and type(args[-1]) is np.ndarray:
+                        d = d._np  # a formula calling nets operators on numpy values
+                grad = scale(g, d)
+                grads.append(grad if fit is None else fit(grad, x))
         return tuple(grads)
     return op
 
