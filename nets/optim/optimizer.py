@@ -491,9 +491,10 @@ class _RowPlan:
 
     def run(self, kernel, floats, *flags):
         """``kernel(pos, start, stop, *arrays, *floats, *flags)`` over every update,
-        ``floats`` (the learning rate first) cast to the dtype. A lazy update waits on memory latency (scattered rows),
-        so a large one is split over threads: each core keeps its own rows in flight. A
-        dense pass streams memory at the bandwidth one core already gets: one call."""
+        ``floats`` (the learning rate first) cast to the dtype. A lazy update waits on memory
+        latency (scattered rows), so a large one is split over threads: each core keeps its
+        own rows in flight. A dense pass streams memory at the bandwidth one core already
+        gets: one call."""
         dtype, (lr, *rest) = self.dtype, floats
         try:
             rest = _typed(tuple(rest), dtype)
