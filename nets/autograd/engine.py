@@ -57,7 +57,9 @@ def _head_entries(heads, head_grads):
                             f"attach_grad() on the inputs and run the forward pass inside "
                             f"`with autograd.record():`")
         if g is None:
-            g = NDArray(np.ones(h.shape, h.dtype), h.context)
+            ones = np.empty(h.shape, h.dtype)
+            ones.fill(1)  # (np.ones costs twice as much: a Python-level wrapper)
+            g = NDArray(ones, h.context)
         elif not isinstance(g, NDArray):
             g = array(g, dtype=h.dtype)
         if tuple(g.shape) != tuple(h.shape):
@@ -85,12 +87,11 @@ def _graph(entries):
 _SEQ = attrgetter("seq")
 
 
-def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_mode,
-              create_graph):
+def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     """Propagate from the heads to the targets: leaves for which ``is_target(leaf)`` and
     node outputs in ``target_entries``. Returns ``({id: (leaf, grad)}, {entry: grad})``;
     a target leaf the heads reach gets None when no gradient arrived, one they do not
-    reach is absent."""
+    reach is absent. The caller sets the recording and training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
     nodes = _graph([e for e, _ in heads])
     grads, leaves = {}, {}
@@ -116,28 +117,27 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph, train_
                 leaves[id(p)] = p
 
     results = {}
-    with _Scope(create_graph, train_mode):
-        for node in reversed(nodes):
-            out_grads, arrived = [], False
-            for k in range(len(node.outputs)):
-                g = grads.pop((node, k), None)
-                if g is not None:
-                    arrived = True
-                    g = g[0] if len(g) == 1 else _sum(g)
-                    if target_entries and (node, k) in target_entries:
-                        results[node, k] = g
-                out_grads.append(g)
-            if not arrived or node not in needed:
+    for node in reversed(nodes):
+        out_grads, arrived = [], False
+        for k in range(len(node.outputs)):
+            g = grads.pop((node, k), None)
+            if g is not None:
+                arrived = True
+                g = g[0] if len(g) == 1 else _sum(g)
+                if target_entries and (node, k) in target_entries:
+                    results[node, k] = g
+            out_grads.append(g)
+        if not arrived or node not in needed:
+            continue
+        for p, g in zip(node.parents, _vjp(node, out_grads)):
+            if g is None or p is None:
                 continue
-            for p, g in zip(node.parents, _vjp(node, out_grads)):
-                if g is None or p is None:
-                    continue
-                if type(p) is tuple:
-                    if p[0] in needed or p in target_entries:
-                        grads.setdefault(p, []).append(g)
-                elif id(p) in leaves:
-                    grads.setdefault(id(p), []).append(g)
-        leaf_grads = {k: (x, _sum(grads[k]) if k in grads else None) for k, x in leaves.items()}
+            if type(p) is tuple:
+                if p[0] in needed or p in target_entries:
+                    grads.setdefault(p, []).append(g)
+            elif id(p) in leaves:
+                grads.setdefault(id(p), []).append(g)
+    leaf_grads = {k: (x, _sum(grads[k]) if k in grads else None) for k, x in leaves.items()}
     if not retain_graph:
         for node in nodes:
             node.free()
@@ -190,10 +190,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     reaches a leaf the heads depend on), ``'add'`` accumulates (row union when row_sparse),
     ``'null'`` skips. The graph is freed unless ``retain_graph``; ``train_mode`` is
     ``is_training()`` during the backward pass."""
-    leaf_grads, _ = _backprop(heads, head_grads, lambda x: x._grad_req != "null", (),
-                              retain_graph, train_mode, False)
     taken = set()
-    with _Scope(False, train_mode):
+    with _Scope(False, train_mode):  # (one scope for the propagation and the delivery)
+        leaf_grads, _ = _backprop(heads, head_grads, lambda x: x._grad_req != "null", (),
+                                  retain_graph)
         for x, g in leaf_grads.values():
             buf = x._grad
             if x._grad_req == "add":
@@ -292,8 +292,9 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                             f"autograd.record(), or pass an array computed inside record())")
     if retain_graph is None:
         retain_graph = create_graph
-    leaf_grads, results = _backprop(heads, head_grads, lambda x: id(x) in leaf_ids, entries,
-                                    retain_graph, train_mode, create_graph)
+    with _Scope(create_graph, train_mode):
+        leaf_grads, results = _backprop(heads, head_grads, lambda x: id(x) in leaf_ids,
+                                        entries, retain_graph)
     out = []
     for v in variables:
         g = results.get(v._node) if v._node is not None else leaf_grads.get(id(v), (v, None))[1]

@@ -64,25 +64,25 @@ class Node:
         return f"<autograd node {name} #{self.seq}>"
 
 
-def _entry(x):
-    """Where a gradient for array ``x`` goes: ``(node, k)``, the leaf ``x``, or None."""
-    if x is None:
-        return None
-    node = x._node
-    if node is not None and node[0].parents is not None:
-        return node
-    return x if x._grad is not None else None
-
-
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
-    parents = tuple([_entry(x) for x in inputs])
-    for p in parents:
-        if p is not None:
-            break
-    else:
+    parents, wanted = [], False
+    for x in inputs:  # where the gradient of each goes: (node, k), the leaf itself, or None
+        if x is not None:
+            node = x._node
+            if node is not None and node[0].parents is not None:
+                parents.append(node)
+                wanted = True
+                continue
+            if x._grad is not None:
+                parents.append(x)
+                wanted = True
+                continue
+        parents.append(None)
+    if not wanted:
         return None
+    parents = tuple(parents)
     for o in outputs:
         for x in inputs:
             if o is x:

@@ -269,14 +269,13 @@ class HybridBlock(Block):
         return self.hybrid_forward(_nd, x, *args, **self._param_arrays(x, *args))
 
     def _call_cached(self, *args):
-        from ..ndarray import NDArray, array
-        args = tuple(a if isinstance(a, NDArray) else array(a) for a in args)
-        key = tuple((a.shape, a.dtype, a.stype) for a in args)
+        args = [a if isinstance(a, _nd.NDArray) else _nd.array(a) for a in args]
+        key = tuple([(a.shape, a.dtype, a.stype) for a in args])
         entry = self._cached.get(key)
         if entry is None:
             entry = self._cached[key] = self._trace(args)
         program, params, kind = entry
-        outs = program.run(list(args) + [p.data() for p in params])
+        outs = program.run(args + [p.data() for p in params])
         return outs[0] if kind is None else kind(outs)
 
     def _trace(self, args):

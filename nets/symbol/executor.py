@@ -73,9 +73,13 @@ class Program:
                 out = op(*inputs, **attrs)
                 vals[at:at + n] = (out,) if n == 1 else out
                 continue
-            vals[at:at + n] = (out,) if isinstance(out, NDArray) else out
+            if isinstance(out, NDArray):
+                vals[at] = out
+                out = (out,)
+            else:
+                vals[at:at + n] = out = tuple(out)
             if recorder is not None:
-                recorder(op, inputs, attrs, tuple(vals[at:at + n]))
+                recorder(op, inputs, attrs, out)
         if self._impls is None and not _VERBOSE:  # (verbose: every call logs its stypes)
             self._impls = [op.find_impl(tuple([None if i < 0 else vals[i].stype for i in ins]))
                            if isinstance(op, Op) else None for op, ins, _, _, _ in self.steps]
