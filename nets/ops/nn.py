@@ -12,7 +12,7 @@ from . import unary
 from .dot import _csr_dense_into, _matmul, dot
 from .elemwise import _sum_to, multiply
 from .registry import _EMPTY, RECORDER, TRAINING, Op
-from .shape import _take_grad, reshape
+from .shape import _backward_take, reshape
 from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
 
@@ -239,8 +239,8 @@ def _(node, g):
     """
     data, weight = node.inputs
     sparse = node.attrs["sparse_grad"] or weight.stype == "row_sparse"
-    return None, _take_grad(as_dense(g), data, weight.shape, 0, None,
-                            "row_sparse" if sparse else "default")
+    return None, _backward_take.in_vjp(as_dense(g), data, shape=weight.shape, axis=0,
+                                       mode=None, stype="row_sparse" if sparse else "default")
 
 
 # -- Activation --------------------------------------------------------------------------------

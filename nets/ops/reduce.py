@@ -343,7 +343,7 @@ def _(node, g):
 def _expand(g, data, axes, scale=1.0):
     """``g`` (shape of a reduction of ``data`` over ``axes``) times ``scale``, broadcast back
     to ``data``'s shape."""
-    return _backward_sum(g, shape=data.shape, axes=axes, scale=scale)
+    return _backward_sum.in_vjp(g, shape=data.shape, axes=axes, scale=scale)
 
 
 def _reduction_vjp(op, local, uses_output=False):

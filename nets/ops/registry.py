@@ -191,6 +191,21 @@ class Op:
             return out
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
+    def in_vjp(self, *inputs, **attrs):
+        """``self(*inputs, **attrs)`` as a vjp calls an adjoint operator (every attribute
+        given, one output): when nothing records, the implementation registered for the
+        inputs' storage types runs directly, without binding the arguments, inferring the
+        output storage type or checking it (~3 us less per call); while recording (under
+        ``create_graph``), and wherever an implementation is missing or declines, the full
+        call, so the gradient is differentiable and a fallback warns as usual."""
+        if RECORDER.get() is None:
+            fn = self.find_impl(tuple([None if x is None else x.stype for x in inputs]))
+            if fn is not None:
+                out = fn(*inputs, **attrs)
+                if out is not NotImplemented:
+                    return out
+        return self(*inputs, **attrs)
+
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
         stypes = tuple([None if x is None else x.stype for x in inputs])

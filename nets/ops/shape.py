@@ -529,7 +529,7 @@ def _(data, begin, end, step):
 
 @_vjp(slice)
 def _(node, g):
-    return _backward_slice(as_dense(g), shape=node.inputs[0].shape, **node.attrs)
+    return _backward_slice.in_vjp(as_dense(g), shape=node.inputs[0].shape, **node.attrs)
 
 
 _backward_slice = Op("_backward_slice", ("data",),
@@ -584,8 +584,8 @@ def _(data, axis, begin, end):
 def _(node, g):
     shape, a = node.inputs[0].shape, node.attrs
     lead = (None,) * _axis(a["axis"], len(shape))
-    return _backward_slice(as_dense(g), shape=shape, begin=lead + (a["begin"],),
-                           end=lead + (a["end"],))
+    return _backward_slice.in_vjp(as_dense(g), shape=shape, begin=lead + (a["begin"],),
+                                  end=lead + (a["end"],), step=None)
 
 
 # -- take -----------------------------------------------------------------------------
@@ -669,18 +669,10 @@ def _(a, indices, axis, mode):
 def _(node, g):
     a, indices = node.inputs
     axis = _axis(node.attrs["axis"], a.ndim)
-    return _take_grad(as_dense(g), indices, a.shape, axis, node.attrs["mode"],
-                      "row_sparse" if a.stype == "row_sparse" and axis == 0
-                      else "default"), None
-
-
-def _take_grad(g, indices, shape, axis, mode, stype):
-    """``_backward_take(g, indices, ...)`` for a vjp: its implementation called directly
-    when nothing records (no dispatch: ~3 us per call), the operator otherwise (so that
-    ``create_graph`` differentiates it again)."""
-    if RECORDER.get() is None:
-        return _backward_take_dense(g, indices, shape, axis, mode, stype)
-    return _backward_take(g, indices, shape=shape, axis=axis, mode=mode, stype=stype)
+    return _backward_take.in_vjp(as_dense(g), indices, shape=a.shape, axis=axis,
+                                 mode=node.attrs["mode"],
+                                 stype="row_sparse" if a.stype == "row_sparse" and axis == 0
+                                 else "default"), None
 
 
 _backward_take = Op("_backward_take", ("data", "indices"),
@@ -699,7 +691,7 @@ def _(data, indices, shape, axis, mode, stype):
 
 
 @_backward_take.impl("default", "default")
-def _backward_take_dense(data, indices, shape, axis, mode, stype):
+def _(data, indices, shape, axis, mode, stype):
     if mode is None:  # in range already
         axis, idx = _axis(axis, len(shape)), _int_indices(indices, "take")
     else:
@@ -764,7 +756,7 @@ def _(data, shape):
 
 @_vjp(broadcast_to)
 def _(node, g):
-    return _sum_to(as_dense(g), shape=node.inputs[0].shape)  # an op: differentiable again
+    return _sum_to.in_vjp(as_dense(g), shape=node.inputs[0].shape)
 
 
 flatten = Op("flatten", ("data",), doc="""\

@@ -34,3 +34,43 @@ def test_fallback_warning_names_op_stypes_and_bytes():
                       match=r"log: .*\('row_sparse',\).*densified 32 bytes") as rec:
         out = nd.log(x)
     assert out.stype == "default" and len(rec) == 1
+
+
+@pytest.fixture
+def toy_op():
+    """``(op, calls)``: an operator with a dense implementation that notes each call and
+    no sparse one, registered for the test only."""
+    calls = []
+    op = registry.Op("_toy_in_vjp", ("data",), {"scale": 1.0})
+
+    @op.impl("default")
+    def _(data, scale):
+        calls.append(data.stype)
+        return nd.NDArray(data.asnumpy() * scale)
+
+    op.vjp(lambda node, g: (g * node.attrs["scale"],))
+    yield op, calls
+    del registry.OPS[op.name]
+
+
+def test_in_vjp_runs_the_implementation_directly_when_nothing_records(toy_op, monkeypatch):
+    op, calls = toy_op
+    monkeypatch.setattr(op, "_bind", lambda *a: pytest.fail("in_vjp bound the arguments"))
+    out = op.in_vjp(nd.array([1.0, 2.0]), scale=3.0)
+    assert calls == ["default"] and out._node is None
+    assert out.asnumpy().tolist() == [3.0, 6.0]
+
+
+def test_in_vjp_records_under_create_graph_and_falls_back_with_the_warning(toy_op):
+    op, calls = toy_op
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with nets.autograd.record():  # as a vjp runs under grad(create_graph=True)
+        out = op.in_vjp(x, scale=3.0)
+    assert out._node is not None and out._node[0].op is op  # recorded: differentiable
+    out.backward()
+    assert x.grad.asnumpy().tolist() == [3.0, 3.0]
+    rsp = nd.array([[1.0], [0.0]]).tostype("row_sparse")  # no implementation: the full call
+    with pytest.warns(nets.StorageFallbackWarning, match="_toy_in_vjp"):
+        out = op.in_vjp(rsp, scale=2.0)
+    assert out.asnumpy().tolist() == [[2.0], [0.0]] and calls[-1] == "default"
