@@ -53,14 +53,37 @@ class Loss(HybridBlock):
         return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
 
 
-class L2Loss(Loss):
+class _FusedLoss(Loss):
+    """A loss computed by one fused operator of ``nets.ops.nn`` (``_op``, with the
+    attributes ``_attrs()``). When all that would follow is dropping the unit axes of
+    ``(batch, 1)`` predictions (no ``sample_weight``, no scaling ``weight``), the operator
+    returns the ``(batch,)`` loss itself and takes a ``(batch,)`` label as it is: no
+    reshape nodes, forward or backward."""
+
+    _op = None
+
+    def _attrs(self):
+        return {}
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        shape = None
+        if sample_weight is None and self._weight in (None, 1) and pred.ndim > 1:
+            batch = self._batch_axis % pred.ndim
+            if all(d == 1 for a, d in enumerate(pred.shape) if a != batch):
+                shape = (pred.shape[batch],)
+        if shape is None or label.shape != shape:
+            label = _reshape_like(label, pred)
+        return self._finish(F, op_in(F, self._op)(pred, label, shape=shape, **self._attrs()),
+                            sample_weight)
+
+
+class L2Loss(_FusedLoss):
     """``weight/2 * (pred - label)**2`` (MXNet's default weight 1 keeps the 1/2)."""
+
+    _op = _l2_loss
 
     def __init__(self, weight=1.0, batch_axis=0, prefix=None):
         super().__init__(weight, batch_axis, prefix)
-
-    def _loss(self, F, pred, label):
-        return op_in(F, _l2_loss)(pred, _reshape_like(label, pred))
 
 
 class L1Loss(Loss):
@@ -73,17 +96,18 @@ class L1Loss(Loss):
         return F.abs(pred - _reshape_like(label, pred))
 
 
-class SigmoidBinaryCrossEntropyLoss(Loss):
+class SigmoidBinaryCrossEntropyLoss(_FusedLoss):
     """Binary cross-entropy of labels in {0, 1}. With ``from_sigmoid=False`` (default)
     ``pred`` are logits and the loss is the stable ``max(x,0) - x*y + log1p(exp(-|x|))``."""
+
+    _op = _sigmoid_bce
 
     def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, prefix=None):
         super().__init__(weight, batch_axis, prefix)
         self._from_sigmoid = from_sigmoid
 
-    def _loss(self, F, pred, label):
-        return op_in(F, _sigmoid_bce)(pred, _reshape_like(label, pred),
-                                       from_sigmoid=self._from_sigmoid)
+    def _attrs(self):
+        return {"from_sigmoid": self._from_sigmoid}
 
 
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss

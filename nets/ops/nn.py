@@ -410,29 +410,44 @@ def Dropout(data, p=0.5, mode="training", axes=()):
 
 # -- fused losses ------------------------------------------------------------------------------
 
+_LOSS_SHAPE = """
+
+``shape`` (default None: ``pred``'s) is the output's shape, of ``pred``'s size: the loss
+classes pass ``(batch,)`` for ``(batch, 1)`` predictions, so that no reshape follows (one
+tape node less, forward and backward). ``label`` has ``pred``'s shape or the output's."""
+
+
 def _loss_op(name, attrs, doc, loss, grads):
-    """An elementwise loss of dense ``pred`` and ``label`` (same shape) as ONE operator:
-    ``nets.loss`` would otherwise pay a dispatch per composed operator, forward and
-    backward. ``loss(x, y, **attrs)`` and ``grads(x, y, **attrs)`` (the partial
-    derivatives w.r.t. ``x`` and ``y``) are numpy formulas. The vjp is computed in numpy,
-    so it is not itself differentiable (no second derivative under ``create_graph``)."""
-    op = Op(name, ("pred", "label"), attrs, doc=doc)
+    """An elementwise loss of dense ``pred`` and ``label`` as ONE operator: ``nets.loss``
+    would otherwise pay a dispatch per composed operator, forward and backward.
+    ``loss(x, y, **attrs)`` and ``grads(x, y, **attrs)`` (the partial derivatives w.r.t.
+    ``x`` and ``y``) are numpy formulas over ``pred``'s shape. The vjp is computed in
+    numpy, so it is not itself differentiable (no second derivative under
+    ``create_graph``)."""
+    op = Op(name, ("pred", "label"), {**attrs, "shape": None}, doc=doc + _LOSS_SHAPE)
     op.infer(lambda pred, label, **_: "default")
 
     @op.impl("default", "default")
-    def _(pred, label, **kw):
-        if pred.shape != label.shape:
+    def _(pred, label, shape, **kw):
+        if shape is not None and math.prod(shape) != pred.size:
+            raise ShapeError(f"{name}: shape={shape} does not hold the {pred.size} values of "
+                             f"pred {pred.shape}")
+        if label.shape != pred.shape and (shape is None or label.shape != tuple(shape)):
             raise ShapeError(f"{name}: label has shape {label.shape} but pred {pred.shape}; "
-                             f"they must be equal")
-        return NDArray(np.asarray(loss(pred._np, label._np, **kw)), pred.context)
+                             f"they must be equal" + ("" if shape is None else
+                                                      f" (or label the output's {shape})"))
+        out = np.asarray(loss(pred._np, label._np.reshape(pred.shape), **kw))
+        return NDArray(out if shape is None else out.reshape(shape), pred.context)
 
     @op.vjp
     def _(node, g):
         pred, label = node.inputs
-        g = as_dense(g)._np
-        derivs = grads(pred._np, label._np, **node.attrs)
+        kw = dict(node.attrs)
+        del kw["shape"]
+        g = as_dense(g)._np.reshape(pred.shape)
+        derivs = grads(pred._np, label._np.reshape(pred.shape), **kw)
         return tuple(None if parent is None else
-                     NDArray(np.asarray(g * d, dtype=x.dtype), x.context)
+                     NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
                      for parent, x, d in zip(node.parents, (pred, label), derivs))
     return op
 

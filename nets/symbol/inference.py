@@ -60,10 +60,22 @@ def _same_as_data(ins, attrs):
 
 
 @_rule(*{getattr(elemwise, n).name for n in elemwise.__all__ if n.startswith("elemwise_")},
-       "add_n", "_sigmoid_bce", "_l2_loss")
+       "add_n")
 def _all_same(ins, attrs):
     shape = _first(ins)
     return [shape] * len(ins), [shape]
+
+
+@_rule("_sigmoid_bce", "_l2_loss")
+def _fused_loss(ins, attrs):
+    # the label has pred's shape or the output's (``shape``, when given)
+    pred, label = ins
+    out = attrs.get("shape")
+    if out is None:
+        pred = label = _first(ins)
+        return [pred, label], [pred]
+    out = tuple(out)
+    return [pred, out if label is None else label], [out]
 
 
 @_rule(*{getattr(elemwise, n).name for n in elemwise.__all__ if n.startswith("broadcast_")})

@@ -93,3 +93,41 @@ def test_hybridized_loss_matches_imperative(block):
     ref = block(x, y.reshape((4,)), w)
     block.hybridize()
     assert_almost_equal(block(x, y.reshape((4,)), w), ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", [_sigmoid_bce, _l2_loss])
+@pytest.mark.parametrize("label_shape", [(4,), (4, 1)])
+def test_output_shape_attribute(op, label_shape):
+    """``shape`` gives the loss of ``(batch, 1)`` predictions as ``(batch,)``; the label
+    may have either shape; values and both gradients are the elementwise ones."""
+    x, y = _inputs((4, 1), False)
+    y = y.reshape(label_shape)
+    out = op(x, y, shape=(4,))
+    assert out.shape == (4,)
+    assert_almost_equal(out, op(x, y.reshape((4, 1))).asnumpy().reshape(4), rtol=0, atol=0)
+    check_numeric_gradient(lambda p, t: op(p, t, shape=(4,)), [x, y])
+
+
+@pytest.mark.parametrize("op", [_sigmoid_bce, _l2_loss])
+def test_output_shape_errors(op):
+    x, y = _inputs((4, 1), False)
+    with pytest.raises(ShapeError, match=r"shape=\(3,\) does not hold the 4 values"):
+        op(x, y, shape=(3,))
+    with pytest.raises(ShapeError, match=r"label has shape \(2, 2\).*or label the output's"):
+        op(x, y.reshape((2, 2)), shape=(4,))
+
+
+@pytest.mark.parametrize("block, nodes", [(loss.L2Loss(), 1), (loss.L2Loss(weight=2.0), 4),
+                                          (loss.SigmoidBCELoss(), 1)])
+def test_batch_by_1_loss_is_one_node(block, nodes):
+    """A ``(batch, 1)`` prediction's loss with nothing to scale is the fused operator alone
+    (its output already ``(batch,)``); with a weight, the label's reshape, the scaling and
+    the final reshape come back."""
+    x, y = _inputs((4, 1), False, "float32")
+    ref = block(x, y.reshape((4,)))
+    block.hybridize()
+    out = block(x, y.reshape((4,)))
+    assert out.shape == (4,)
+    assert_almost_equal(out, ref, rtol=1e-6)
+    program = next(iter(block._cached.values()))[0]
+    assert len(program.steps) == nodes
