@@ -84,7 +84,8 @@ class Trainer:
         A gradient not recomputed by ``backward`` since the last update is stale: it
         raises unless ``ignore_stale_grad``, in which case that parameter is skipped.
         """
-        self._optimizer.rescale_grad = self._scale / batch_size
+        optimizer = self._optimizer
+        optimizer.rescale_grad = self._scale / batch_size
         for i, p in enumerate(self._params):
             if p.grad_req == "null":
                 continue
@@ -97,10 +98,10 @@ class Trainer:
                     f"by backward() since the last step (is it used in the forward pass under "
                     f"autograd.record()?). Pass ignore_stale_grad=True to skip such parameters")
             if not self._created[i]:
-                self._states[i] = self._optimizer.create_state_multi_precision(i, weight)
+                self._states[i] = optimizer.create_state_multi_precision(i, weight)
                 self._created[i] = True
             grad = weight.grad
-            self._optimizer.update_multi_precision(i, weight, grad, self._states[i])
+            optimizer.update_multi_precision(i, weight, grad, self._states[i])
             weight._fresh_grad = False
             if grad.stype == "row_sparse":  # empty it: no rows until the next backward
                 grad._clear()

@@ -174,9 +174,10 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: a constant input, no gradient
     g = as_dense(g)
-    d_data = (dot(g, weight, transpose_b=True)
+    d_data = (dot.in_vjp(g, weight, transpose_a=False, transpose_b=True)
               if data.stype != "csr" and wants[0] is not None else None)
-    d_weight = dot(data, g, transpose_a=True) if wants[1] is not None else None
+    d_weight = (dot.in_vjp(data, g, transpose_a=True, transpose_b=False)
+                if wants[1] is not None else None)
     d_bias = None
     if bias is not None and wants[2] is not None:
         d_bias = (NDArray(g._np.sum(axis=0), g.context) if RECORDER.get() is None

@@ -195,7 +195,8 @@ class Optimizer:
         """Count one update of parameter ``index``; ``num_update`` is the largest count."""
         count = self._index_update_count.get(index, 0) + 1
         self._index_update_count[index] = count
-        self.num_update = max(count, self.num_update)
+        if count > self.num_update:
+            self.num_update = count
 
     # -- states --------------------------------------------------------------------------
     def create_state(self, index, weight):
@@ -265,11 +266,14 @@ class Optimizer:
         """``update``, through the float32 master copy for a float16 weight when
         ``multi_precision``; the master is then copied back to the weight (only the
         gradient's rows for a dense weight updated lazily)."""
+        if not self.multi_precision:  # (``update`` takes lists too)
+            self.update(index, weight, grad, state)
+            return
         if isinstance(index, (list, tuple)):
             for args in zip(index, weight, grad, state):
                 self.update_multi_precision(*args)
             return
-        if not (self.multi_precision and weight.dtype == np.float16):
+        if weight.dtype != np.float16:
             self.update(index, weight, grad, state)
             return
         master, inner = state
