@@ -118,16 +118,26 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
 
     results = {}
     for node in reversed(nodes):
-        out_grads, arrived = [], False
-        for k in range(len(node.outputs)):
-            g = grads.pop((node, k), None)
-            if g is not None:
-                arrived = True
-                g = g[0] if len(g) == 1 else _sum(g)
-                if target_entries and (node, k) in target_entries:
-                    results[node, k] = g
-            out_grads.append(g)
-        if not arrived or node not in needed:
+        if len(node.outputs) == 1:  # (most nodes)
+            g = grads.pop((node, 0), None)
+            if g is None:
+                continue
+            out_grads = [g[0] if len(g) == 1 else _sum(g)]
+            if target_entries and (node, 0) in target_entries:
+                results[node, 0] = out_grads[0]
+        else:
+            out_grads, arrived = [], False
+            for k in range(len(node.outputs)):
+                g = grads.pop((node, k), None)
+                if g is not None:
+                    arrived = True
+                    g = g[0] if len(g) == 1 else _sum(g)
+                    if target_entries and (node, k) in target_entries:
+                        results[node, k] = g
+                out_grads.append(g)
+            if not arrived:
+                continue
+        if node not in needed:
             continue
         for p, g in zip(node.parents, _vjp(node, out_grads)):
             if g is None or p is None:
@@ -157,12 +167,14 @@ def _vjp(node, out_grads):
     if len(out_grads) > 1 and any(g is None for g in out_grads):
         out_grads = [_zeros_like(o) if g is None else g for g, o in zip(out_grads, node.outputs)]
     in_grads = fn(node, *out_grads)
+    if in_grads.__class__ is tuple and op.__class__ is Op and len(in_grads) == len(node.inputs):
+        return in_grads  # the operators' own vjps: their shapes are tested (tests/ops)
     if in_grads is None or isinstance(in_grads, NDArray):
         in_grads = (in_grads,)
     elif not isinstance(in_grads, tuple):
         in_grads = tuple(in_grads)
     if op.__class__ is Op and len(in_grads) == len(node.inputs):
-        return in_grads  # the operators' own vjps: their shapes are tested (tests/ops)
+        return in_grads
     if len(in_grads) != len(node.inputs):
         raise NetsError(f"the gradient of op {_name(op)!r} returned {len(in_grads)} gradients "
                         f"for its {len(node.inputs)} inputs; it must return one per input "

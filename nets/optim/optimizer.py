@@ -448,6 +448,18 @@ class _RowPlan:
             return
         # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
         # lazy update never sees a row twice and needs no coalescing.
+        if grad.stype == "row_sparse" and lazy and operands.arrays is not None:
+            # every operand dense, the gradient's rows only (the common lazy update): row
+            # ids[k] of the weight and of each state, row k of the gradient's storage
+            w, *views = operands.arrays
+            self.ids = self.weight_rows = ids = grad._indices
+            self.count = k = len(ids)
+            self.arrays = [w, _storage2d(grad), *views]
+            self.pos = pos = np.empty((2 + len(views), k), _INDEX)
+            pos[0] = ids
+            pos[1] = np.arange(k)
+            pos[2:] = ids  # (a placeholder state's line is never read)
+            return
         self.ids = grad._indices if grad.stype == "row_sparse" and lazy else None
         self.count = n if self.ids is None else len(self.ids)
         if grad.stype == "default":
