@@ -21,8 +21,16 @@ __all__ = ["FullyConnected", "Embedding", "Activation", "softmax", "log_softmax"
 
 # -- FullyConnected ----------------------------------------------------------------------------
 
+_FUSED_DOC = """
+``act_type`` (default None) applies relu, sigmoid or tanh to the output inside the
+operator: a hybridized block's graph fuses an ``Activation`` that only this output feeds
+(one tape node instead of two). These are the activations whose derivative is a formula
+of the output alone (relu's ``x > 0`` is ``y > 0``), so the gradient needs nothing else.
+"""
+
 FullyConnected = Op("FullyConnected", ("data", "weight", "bias?"),
-                    {"num_hidden": _EMPTY, "no_bias": False, "flatten": True}, doc="""\
+                    {"num_hidden": _EMPTY, "no_bias": False, "flatten": True, "act_type": None},
+                    doc="""\
 Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden, in_units)``.
 
 ``flatten=True`` treats ``data`` as ``(batch, -1)`` (output ``(batch, num_hidden)``);
@@ -32,11 +40,11 @@ Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden,
 must have one dtype (MXNet's rule); otherwise ``DTypeError`` names the mismatch (numpy
 would promote int64 data with a float32 weight to a float64 output whose gradient
 could not flow back).
-""")
+""" + _FUSED_DOC)
 
 
 @FullyConnected.infer
-def _(data, weight, bias, num_hidden, no_bias, flatten):
+def _(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     return "default"
 
 
@@ -65,7 +73,7 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
     return lead + (num_hidden,)
 
 
-def _fc(data, weight, bias, num_hidden, no_bias, flatten):
+def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     shape = _fc_check(data, weight, bias, num_hidden, no_bias, flatten)
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
@@ -73,7 +81,7 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten):
         y = _matmul(data._np.reshape(math.prod(shape[:-1]), weight.shape[1]), weight._np.T)
     if bias is not None:
         y += bias._np
-    return NDArray(y.reshape(shape), data.context)
+    return NDArray(_fused_act(y, act_type, "FullyConnected").reshape(shape), data.context)
 
 
 for _d in ("default", "csr"):
@@ -95,7 +103,7 @@ def _(node, g):
     """
     data, weight, bias = node.inputs
     wants = node.parents  # None: that input takes no gradient (a constant), skip its product
-    g = as_dense(g)
+    g = _through_act(node, as_dense(g))
     if data.stype == "default" and RECORDER.get() is None:
         # not differentiated again: the same products in numpy, without dispatching ops
         g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
@@ -123,7 +131,7 @@ def _(node, g):
 
 # -- dot + bias --------------------------------------------------------------------------------
 
-_dot_bias = Op("_dot_bias", ("data", "weight", "bias?"), doc="""\
+_dot_bias = Op("_dot_bias", ("data", "weight", "bias?"), {"act_type": None}, doc="""\
 ``dot(data, weight) + bias`` for 2-D ``data`` (csr or dense) of shape ``(batch,
 in_units)``, ``weight`` ``(in_units, units)`` and an optional ``bias`` ``(units,)``, all
 of one dtype: ``FullyConnectedSparse``'s computation as one operator, as
@@ -131,15 +139,15 @@ of one dtype: ``FullyConnectedSparse``'s computation as one operator, as
 output that the sparse kernel then adds into, so it costs no pass of its own. The
 gradients are ``dot``'s (row_sparse ``data^T . g`` for the weight when ``data`` is csr;
 none for csr data) and the batch sum of ``g`` for the bias. The output is dense.
-""")
+""" + _FUSED_DOC)
 
 
 @_dot_bias.infer
-def _(data, weight, bias):
+def _(data, weight, bias, act_type):
     return "default"
 
 
-def _dot_bias_impl(data, weight, bias):
+def _dot_bias_impl(data, weight, bias, act_type):
     for name, x in (("weight", weight), ("bias", bias)):
         if x is not None and x.dtype != data.dtype:
             raise DTypeError(f"_dot_bias: {name} has dtype {x.dtype} but data has dtype "
@@ -158,7 +166,7 @@ def _dot_bias_impl(data, weight, bias):
         out = _matmul(data._np, weight._np)
         if bias is not None:
             out += bias._np
-    return NDArray(out, data.context)
+    return NDArray(_fused_act(out, act_type, "_dot_bias"), data.context)
 
 
 for _d in ("default", "csr"):
@@ -173,7 +181,7 @@ def _(node, g):
     data: ``dot``'s own rule), ``d bias`` = the batch sum of ``g``."""
     data, weight, bias = node.inputs
     wants = node.parents  # None: a constant input, no gradient
-    g = as_dense(g)
+    g = _through_act(node, as_dense(g))
     d_data = (dot.in_vjp(g, weight, transpose_a=False, transpose_b=True)
               if data.stype != "csr" and wants[0] is not None else None)
     d_weight = (dot.in_vjp(data, g, transpose_a=True, transpose_b=False)
@@ -288,6 +296,37 @@ def _(data, act_type):
 # The gradient of the act_type's operator (its f' formula), with unary's storage rule.
 unary.declare_vjp(Activation,
                   (lambda x, y, act_type: _activation(act_type).derivatives[0](x, y),))
+
+
+# The activations FullyConnected and _dot_bias apply themselves (``act_type``; see _FUSED_DOC).
+FUSABLE_ACTIVATIONS = frozenset({"relu", "sigmoid", "tanh"})
+
+
+def _fused_act(out, act_type, name):
+    """Numpy ``out`` (a fresh dense result) through the activation ``act_type`` (None:
+    itself), computed by the activation's own operator function."""
+    if act_type is None:
+        return out
+    if act_type not in FUSABLE_ACTIVATIONS:
+        raise NetsError(f"{name}: act_type={act_type!r} is not one of "
+                        f"{sorted(FUSABLE_ACTIVATIONS)} (or None)")
+    return unary._map(_activation(act_type).fn, out, {})
+
+
+def _through_act(node, g):
+    """Dense ``g`` times the derivative of the node's fused activation (``g`` itself when
+    none), evaluated on the node's output: numpy when nothing records, operators (so
+    ``create_graph`` differentiates it) otherwise. The formula is the activation's own,
+    given the output for both ``x`` and ``y`` (see FUSABLE_ACTIVATIONS)."""
+    act_type = node.attrs["act_type"]
+    if act_type is None:
+        return g
+    derivative, y = _activation(act_type).derivatives[0], node.output(0)
+    if RECORDER.get() is None:
+        with np.errstate(all="ignore"):
+            d = derivative(y._np, y._np)
+            return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
+    return g * derivative(y, y)
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------------

@@ -178,6 +178,7 @@ def map_op(name, fn, attrs=None, doc="", grad=None):
         out[positions(data)] = _map(fn, data._data, kw)
         return NDArray(out, data.context)
 
+    op.fn = fn  # (the numpy function itself, for operators that apply it fused)
     return declare_vjp(op, (grad,))
 
 

@@ -12,6 +12,7 @@ operators' own tables); a node whose input stypes have no implementation is repo
 with a ``StorageFallbackWarning`` naming the node, and ``NETS_STORAGE_VERBOSE=1`` logs
 every node's storage types.
 """
+import collections
 import os
 import warnings
 
@@ -19,6 +20,7 @@ from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
+from ..ops.nn import FUSABLE_ACTIVATIONS, Activation, FullyConnected, _dot_bias
 from ..ops.registry import _VERBOSE, RECORDER, Op, _verbose
 from .inference import node_stypes
 
@@ -51,6 +53,7 @@ class Program:
                 where[node, k] = size + k
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
+        self.steps = _fuse_activations(self.steps, self.heads)
         self._impls = None  # each step's implementation, noted by the first run()
 
     def run(self, args):
@@ -84,6 +87,30 @@ class Program:
             self._impls = [op.find_impl(tuple([None if i < 0 else vals[i].stype for i in ins]))
                            if isinstance(op, Op) else None for op, ins, _, _, _ in self.steps]
         return [vals[h] for h in self.heads]
+
+
+def _fuse_activations(steps, heads):
+    """``steps`` with each relu, sigmoid or tanh ``Activation`` whose input is read by
+    nothing else and comes from a FullyConnected or _dot_bias folded into that operator
+    (its ``act_type``): one operator call and one tape node instead of two, the same values
+    and gradients. The fused step writes the activation's slot; the pre-activation one
+    stays empty."""
+    reads = collections.Counter(heads)
+    for _, ins, _, _, _ in steps:
+        reads.update(ins)
+    producer = {at: k for k, (_, _, _, at, n) in enumerate(steps) if n == 1}
+    fused, dropped = list(steps), set()
+    for k, (op, ins, attrs, at, _) in enumerate(steps):
+        if (op is not Activation or attrs["act_type"] not in FUSABLE_ACTIVATIONS
+                or reads[ins[0]] != 1 or ins[0] not in producer):
+            continue
+        p = producer[ins[0]]
+        host, host_ins, host_attrs, _, _ = fused[p]
+        if host not in (FullyConnected, _dot_bias) or host_attrs["act_type"] is not None:
+            continue
+        fused[p] = (host, host_ins, {**host_attrs, "act_type": attrs["act_type"]}, at, 1)
+        dropped.add(k)
+    return [step for k, step in enumerate(fused) if k not in dropped]
 
 
 class Executor:

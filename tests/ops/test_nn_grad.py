@@ -5,7 +5,7 @@ row_sparse gradient."""
 import numpy as np
 import pytest
 
-from nets import autograd, nd
+from nets import NetsError, autograd, nd
 from nets.ops.nn import _dot_bias, _dropout, _softrelu
 from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
 
@@ -130,6 +130,61 @@ def test_dot_bias_second_order(stype):
     x, w, b = (a.astype("float64") for a in (x, w, b))
     check_second_order(lambda w: nd.sigmoid(_dot_bias(x, w, b)), w)
     check_second_order(lambda b: nd.sigmoid(_dot_bias(x, w, b)), b)
+
+
+# -- activations fused into FullyConnected / _dot_bias (act_type) ----------------------------
+
+FUSED = ["relu", "sigmoid", "tanh"]
+
+
+def _fused_inputs(stype, dtype="float64"):
+    x = _away_from_zero(rand_ndarray((4, 6), stype, 0.6, dtype))  # (csr: the batch)
+    return x, rand_ndarray((6, 3), dtype=dtype), rand_ndarray((3,), dtype=dtype)
+
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+@pytest.mark.parametrize("act_type", FUSED)
+def test_fused_activation_values_equal_the_two_operators(act_type, stype):
+    x, w, b = _fused_inputs(stype, "float32")
+    two = nd.Activation(_dot_bias(x, w, b), act_type=act_type)
+    assert_almost_equal(_dot_bias(x, w, b, act_type=act_type), two, rtol=0, atol=0)
+    wt = w.T.copy()
+    two = nd.Activation(nd.FullyConnected(x, wt, b, num_hidden=3), act_type=act_type)
+    assert_almost_equal(nd.FullyConnected(x, wt, b, num_hidden=3, act_type=act_type), two,
+                        rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("stype", ["default", "csr"])
+@pytest.mark.parametrize("act_type", FUSED)
+def test_fused_activation_gradients(act_type, stype):
+    x, w, b = _fused_inputs(stype)
+    w = _away_from_zero(w)  # (relu: no pre-activation within eps of its kink, mostly)
+    csr = stype == "csr"  # (csr data is a batch: the weight and bias are the variables)
+
+    def fused(*args):
+        return _dot_bias(*([x] if csr else []), *args, act_type=act_type)
+    check_numeric_gradient(fused, [w, b] if csr else [x, w, b],
+                           ["row_sparse", "default"] if csr else None)
+    check_numeric_gradient(
+        lambda *a: nd.FullyConnected(*([x] if csr else []), *a, num_hidden=3,
+                                     act_type=act_type),
+        [w.T.copy(), b] if csr else [x, w.T.copy(), b])
+
+
+@pytest.mark.parametrize("act_type", FUSED)
+def test_fused_activation_second_order(act_type):
+    x, w, b = _fused_inputs("default")
+    check_second_order(lambda w: _dot_bias(x, w, b, act_type=act_type), w)
+    check_second_order(lambda x: nd.FullyConnected(x, w.T.copy(), b, num_hidden=3,
+                                                   act_type=act_type), x)
+
+
+def test_fused_activation_rejects_other_act_types():
+    x, w, b = _fused_inputs("default")
+    with pytest.raises(NetsError, match=r"act_type='softrelu' is not one of"):
+        _dot_bias(x, w, b, act_type="softrelu")
+    with pytest.raises(NetsError, match=r"FullyConnected: act_type='gelu'"):
+        nd.FullyConnected(x, w.T.copy(), b, num_hidden=3, act_type="gelu")
 
 
 # -- Embedding ---------------------------------------------------------------------------------

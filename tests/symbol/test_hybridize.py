@@ -168,3 +168,47 @@ def test_hybridized_fallback_warns_on_every_call():
             y = block(x)
         with np.errstate(divide="ignore"):
             assert np.array_equal(y.asnumpy(), np.log(x.asnumpy()))
+
+
+class _TwoReads(L.HybridBlock):
+    """A pre-activation read twice: by the activation and by the sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = L.Dense(3, in_units=4)
+
+    def hybrid_forward(self, F, x):
+        y = self.fc(x)
+        return F.Activation(y, act_type="tanh") + y
+
+
+@pytest.mark.parametrize("make, ops", [
+    (lambda: (L.Dense(5, in_units=4), L.Activation("sigmoid"), L.Dense(3, activation="relu"),
+              L.Dense(2), L.Activation("softrelu")),
+     [("FullyConnected", "sigmoid"), ("FullyConnected", "relu"), ("FullyConnected", None),
+      ("Activation", None)]),
+    (lambda: (L.FullyConnectedSparse(4, 3), L.Activation("tanh")), [("_dot_bias", "tanh")]),
+    (lambda: (_TwoReads(),),
+     [("FullyConnected", None), ("Activation", None), ("broadcast_add", None)]),
+])
+def test_activations_fuse_into_the_layer_that_feeds_them(make, ops):
+    """A relu/sigmoid/tanh Activation read from a FullyConnected or _dot_bias that nothing
+    else reads runs inside it (one step, one tape node); softrelu, and an output read
+    twice, are left as they are. Outputs and gradients equal the imperative ones."""
+    def build():
+        nets.random.seed(5)
+        net = L.HybridSequential()
+        net.add(*make())
+        net.initialize(nets.init.Normal(0.5))
+        return net
+    x = rand_ndarray((6, 4))
+    net, hybrid = build(), build()
+    hybrid.hybridize()
+    y0, g0 = _run(net, x)
+    y1, g1 = _run(hybrid, x)
+    program = next(iter(hybrid._cached.values()))[0]
+    assert [(op.name, attrs.get("act_type") if op.name != "Activation" else None)
+            for op, _, attrs, _, _ in program.steps] == ops
+    assert np.array_equal(y0.asnumpy(), y1.asnumpy())
+    for k in g0:
+        assert np.array_equal(g0[k].asnumpy(), g1[k].asnumpy()), k
