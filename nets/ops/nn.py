@@ -84,10 +84,15 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     return NDArray(_fused_act(y, act_type, "FullyConnected").reshape(shape), data.context)
 
 
-for _d in ("default", "csr"):
-    for _b in ("default", None):
-        FullyConnected.impl(_d, "default", _b)(_fc)
-del _d, _b
+def _register_layer(op, fn):
+    """``fn`` as ``op``'s implementation for dense or csr data, a dense weight and a dense
+    or absent bias."""
+    for data in ("default", "csr"):
+        for bias in ("default", None):
+            op.impl(data, "default", bias)(fn)
+
+
+_register_layer(FullyConnected, _fc)
 
 
 @FullyConnected.vjp
@@ -169,10 +174,7 @@ def _dot_bias_impl(data, weight, bias, act_type):
     return NDArray(_fused_act(out, act_type, "_dot_bias"), data.context)
 
 
-for _d in ("default", "csr"):
-    for _b in ("default", None):
-        _dot_bias.impl(_d, "default", _b)(_dot_bias_impl)
-del _d, _b
+_register_layer(_dot_bias, _dot_bias_impl)
 
 
 @_dot_bias.vjp
@@ -300,6 +302,16 @@ unary.declare_vjp(Activation,
 
 # The activations FullyConnected and _dot_bias apply themselves (``act_type``; see _FUSED_DOC).
 FUSABLE_ACTIVATIONS = frozenset({"relu", "sigmoid", "tanh"})
+
+
+def fuse_activation(host, host_attrs, op, attrs):
+    """The attributes of ``host`` (an operator with ``host_attrs``) applying the activation
+    ``op(attrs)`` to its output itself, or None where it cannot: the fusion a cached graph
+    (``nets.symbol.executor``) applies when nothing else reads the host's output."""
+    if (op is not Activation or attrs["act_type"] not in FUSABLE_ACTIVATIONS
+            or host not in (FullyConnected, _dot_bias) or host_attrs["act_type"] is not None):
+        return None
+    return {**host_attrs, "act_type": attrs["act_type"]}
 
 
 def _fused_act(out, act_type, name):

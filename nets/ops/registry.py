@@ -197,8 +197,9 @@ class Op:
         inputs' storage types runs directly, without binding the arguments, inferring the
         output storage type or checking it (~3 us less per call); while recording (under
         ``create_graph``), and wherever an implementation is missing or declines, the full
-        call, so the gradient is differentiable and a fallback warns as usual."""
-        if RECORDER.get() is None:
+        call, so the gradient is differentiable and a fallback warns as usual (and under
+        ``NETS_STORAGE_VERBOSE=1``, so that the call is logged)."""
+        if RECORDER.get() is None and not _VERBOSE:
             fn = self.find_impl(tuple([None if x is None else x.stype for x in inputs]))
             if fn is not None:
                 out = fn(*inputs, **attrs)

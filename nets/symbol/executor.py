@@ -20,7 +20,7 @@ from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
-from ..ops.nn import FUSABLE_ACTIVATIONS, Activation, FullyConnected, _dot_bias
+from ..ops.nn import fuse_activation
 from ..ops.registry import _VERBOSE, RECORDER, Op, _verbose
 from .inference import node_stypes
 
@@ -90,26 +90,25 @@ class Program:
 
 
 def _fuse_activations(steps, heads):
-    """``steps`` with each relu, sigmoid or tanh ``Activation`` whose input is read by
-    nothing else and comes from a FullyConnected or _dot_bias folded into that operator
-    (its ``act_type``): one operator call and one tape node instead of two, the same values
-    and gradients. The fused step writes the activation's slot; the pre-activation one
-    stays empty."""
+    """``steps`` with each one-input step whose input comes from a single-output step that
+    nothing else reads folded into that step where the operators allow it
+    (``nets.ops.nn.fuse_activation``: relu, sigmoid or tanh into a FullyConnected or
+    _dot_bias): one operator call and one tape node instead of two, the same values and
+    gradients. The fused step writes the second step's slot; the first one's stays empty."""
     reads = collections.Counter(heads)
     for _, ins, _, _, _ in steps:
         reads.update(ins)
     producer = {at: k for k, (_, _, _, at, n) in enumerate(steps) if n == 1}
     fused, dropped = list(steps), set()
-    for k, (op, ins, attrs, at, _) in enumerate(steps):
-        if (op is not Activation or attrs["act_type"] not in FUSABLE_ACTIVATIONS
-                or reads[ins[0]] != 1 or ins[0] not in producer):
+    for k, (op, ins, attrs, at, n) in enumerate(steps):
+        if n != 1 or len(ins) != 1 or reads[ins[0]] != 1 or ins[0] not in producer:
             continue
         p = producer[ins[0]]
         host, host_ins, host_attrs, _, _ = fused[p]
-        if host not in (FullyConnected, _dot_bias) or host_attrs["act_type"] is not None:
-            continue
-        fused[p] = (host, host_ins, {**host_attrs, "act_type": attrs["act_type"]}, at, 1)
-        dropped.add(k)
+        merged = fuse_activation(host, host_attrs, op, attrs)
+        if merged is not None:
+            fused[p] = (host, host_ins, merged, at, 1)
+            dropped.add(k)
     return [step for k, step in enumerate(fused) if k not in dropped]
 
 

@@ -74,3 +74,12 @@ def test_in_vjp_records_under_create_graph_and_falls_back_with_the_warning(toy_o
     with pytest.warns(nets.StorageFallbackWarning, match="_toy_in_vjp"):
         out = op.in_vjp(rsp, scale=2.0)
     assert out.asnumpy().tolist() == [[2.0], [0.0]] and calls[-1] == "default"
+
+
+def test_in_vjp_logs_under_storage_verbose(toy_op, monkeypatch, caplog):
+    op, calls = toy_op
+    monkeypatch.setattr(registry, "_VERBOSE", True)
+    with caplog.at_level(logging.INFO, logger="nets.storage"):
+        op.in_vjp(nd.array([1.0]), scale=2.0)
+    assert "_toy_in_vjp: inputs ('default',) -> outputs ('default',)" in [
+        r.getMessage() for r in caplog.records if r.name == "nets.storage"]
