@@ -177,19 +177,23 @@ class Optimizer:
         (they override a ``Parameter``'s own ``wd_mult``)."""
         self.wd_mult = dict(args_wd_mult)
 
-    def _mult(self, table, attr, index):
+    def _mult(self, table, attr, index, param):
         if index in table:
             return table[index]
-        param = self.param_dict.get(index)
         if param is None:
             return 1.0
         return table.get(param.name, getattr(param, attr))
 
-    def _get_lr(self, index):
-        return self.learning_rate * self._mult(self.lr_mult, "lr_mult", index)
-
-    def _get_wd(self, index):
-        return self.wd * self._mult(self.wd_mult, "wd_mult", index)
+    def _rates(self, index):
+        """Parameter ``index``'s learning rate and weight decay: the optimizer's times the
+        parameter's multipliers (``set_lr_mult``/``set_wd_mult`` first, then its own)."""
+        param = self.param_dict.get(index)
+        if not (self.lr_mult or self.wd_mult):  # (the common case: the parameter's own)
+            if param is None:
+                return self.learning_rate, self.wd
+            return self.learning_rate * param.lr_mult, self.wd * param.wd_mult
+        return (self.learning_rate * self._mult(self.lr_mult, "lr_mult", index, param),
+                self.wd * self._mult(self.wd_mult, "wd_mult", index, param))
 
     def _update_count(self, index):
         """Count one update of parameter ``index``; ``num_update`` is the largest count."""
@@ -230,19 +234,11 @@ class Optimizer:
                 self.update(*args)
             return
         self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        states = _as_tuple(state)
-        if len(states) > self._kernel_states:
-            raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
-                            f"{len(states)} state arrays, at most {self._kernel_states} expected; "
-                            f"pass create_state(index, weight)")
-        states += (None,) * (self._kernel_states - len(states))
-        for i in range(self._states_read):
-            if states[i] is None:  # the kernel would read rows of a missing state
-                raise NetsError(f"{type(self).__name__}.update: parameter {index} has no state "
-                                f"{i} (got state={state!r}); pass create_state(index, weight)")
-        rows = _RowPlan(self._operands(index, weight, states), weight, states, grad,
-                        self.lazy_update)
+        lr, wd = self._rates(index)
+        operands = self._last_operands.get(index)
+        if operands is None or not operands.match(weight, state, self._states_read):
+            operands = self._operands(index, weight, state)
+        rows = _RowPlan(operands, weight, grad, self.lazy_update)
         wd_mode = self._wd_mode
         if wd_mode == "catchup":
             self._catch_up(index, rows, lr * wd)
@@ -250,15 +246,22 @@ class Optimizer:
         if wd_mode == "dense" and wd and rows.ids is not None:
             rows.decay_untouched(1.0 - lr * wd)
 
-    def _operands(self, index, weight, states):
-        """The checked ``_Operands`` of parameter ``index``: the last ones while the same
-        dense arrays, with the same buffers, come back (the checks are not repeated)."""
-        last = self._last_operands.get(index)
-        if last is not None and last.match(weight, states):
-            return last
-        operands = _Operands(weight, states)
+    def _operands(self, index, weight, state):
+        """The checked ``_Operands`` of parameter ``index``, kept for the next update when
+        they are all dense (``update`` reuses them while they ``match``: the same weight and
+        state arrays, holding the same buffers, come back and the checks are not repeated)."""
+        states = _as_tuple(state)
+        if len(states) > self._kernel_states:
+            raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
+                            f"{len(states)} state arrays, at most {self._kernel_states} expected; "
+                            f"pass create_state(index, weight)")
+        for i in range(self._states_read):
+            if i >= len(states) or states[i] is None:  # the kernel would read a missing state
+                raise NetsError(f"{type(self).__name__}.update: parameter {index} has no state "
+                                f"{i} (got state={state!r}); pass create_state(index, weight)")
+        operands = _Operands(weight, states + (None,) * (self._kernel_states - len(states)))
         if operands.arrays is not None:
-            operands.watch((weight, *states), self, index)
+            operands.watch(weight, states, self, index)
             self._last_operands[index] = operands
         return operands
 
@@ -375,8 +378,9 @@ class _Operands:
     ``nrows`` and ``dtype``: the weight's; ``given``: which states are not None;
     ``arrays``: when the weight and every state are dense, their 2-D views as the kernels
     take them (a ``(0, cols)`` placeholder for a None state), else None: a row_sparse one
-    may gain rows before the update views it. The arrays themselves are only referred to
-    weakly, so a cached ``_Operands`` never keeps a dropped weight alive.
+    may gain rows before the update views it, so ``states`` keeps the states themselves.
+    A cached ``_Operands`` (dense) refers to its arrays only weakly, so it never keeps a
+    dropped weight alive.
     """
 
     def __init__(self, weight, states):
@@ -386,34 +390,44 @@ class _Operands:
                 _check_operand(state, f"state {i}", weight)
         self.nrows = weight.shape[0] if weight.ndim else 1
         self.dtype = weight.dtype
-        self.given = tuple(state is not None for state in states)
-        self.arrays = self._refs = None
-        key = (weight, *states)
-        if all(a is None or a.stype == "default" for a in key):
+        self.given = given = tuple(state is not None for state in states)
+        self._reads = given.index(False) if False in given else len(given)  # states given first
+        self.arrays = self.states = self._refs = None
+        if all(a is None or a.stype == "default" for a in (weight, *states)):
             w = _view2d(weight._np, "weight")
             self.arrays = [w] + [_placeholder(w.dtype, w.shape[1]) if state is None
                                  else _view2d(state._np, f"state {i}")
                                  for i, state in enumerate(states)]
-            # (ids of the buffers: the views above keep them alive, so no id is reused)
-            self._buffers = tuple(None if a is None else id(a._np) for a in key)
+        else:
+            self.states = states
 
-    def watch(self, key, optimizer, index):
-        """Refer weakly to ``key`` (the weight and states these were made of) for ``match``,
-        and drop these from ``optimizer._last_operands[index]`` as soon as one of them is
-        garbage. Only weak references: no cycle keeps the views (and buffers) alive."""
+    def watch(self, weight, states, optimizer, index):
+        """Refer weakly to ``weight`` and ``states`` (as the update was given them, unpadded)
+        for ``match``, and drop these from ``optimizer._last_operands[index]`` as soon as one
+        of them is garbage. Only weak references: no cycle keeps the views (and buffers)
+        alive."""
         owner, me = weakref.ref(optimizer), weakref.ref(self)
 
         def forget(_):
             cache = getattr(owner(), "_last_operands", {})
             if me() is not None and cache.get(index) is me():
                 del cache[index]
+        key = (weight, *states)
         self._refs = tuple(None if a is None else weakref.ref(a, forget) for a in key)
+        # (ids of the buffers: the views in ``arrays`` keep them alive, so no id is reused)
+        self._buffers = tuple(None if a is None else id(a._np) for a in key)
 
-    def match(self, weight, states):
-        """Whether ``weight`` and ``states`` are the dense arrays these were made of, still
-        holding the same buffers."""
+    def match(self, weight, state, reads):
+        """Whether ``weight`` and ``state`` are the dense arrays these were made of, still
+        holding the same buffers, and the first ``reads`` states (those the optimizer's
+        settings read now) are given."""
         refs = self._refs
-        if refs is None or refs[0]() is not weight or id(weight._np) != self._buffers[0]:
+        if refs[0]() is not weight or id(weight._np) != self._buffers[0] or reads > self._reads:
+            return False
+        if state is None:
+            return len(refs) == 1
+        states = state if state.__class__ is tuple else _as_tuple(state)
+        if len(states) != len(refs) - 1:
             return False
         for a, r, buffer in zip(states, refs[1:], self._buffers[1:]):
             if (a is not None) if r is None else (r() is not a or id(a._np) != buffer):
@@ -432,20 +446,22 @@ class _RowPlan:
     the weight stores, as MXNet did, so that it grows once instead of on every step.
     """
 
-    def __init__(self, operands, weight, states, grad, lazy):
-        _check_operand(grad, "grad", weight)
+    def __init__(self, operands, weight, grad, lazy):
         self.nrows = n = operands.nrows
         self.dtype, self.given = operands.dtype, operands.given
-        if grad.stype == "default" and operands.arrays is not None:
+        if grad.__class__ is NDArray and operands.arrays is not None:
             # every operand dense: row k of each, no index array (the common small update)
             w, *views = operands.arrays
-            g = np.ascontiguousarray(grad._np)
-            if g.shape != w.shape:  # (a bias: viewed as one column, as the weight is)
-                g = g.reshape(w.shape)
+            g = grad._np
+            if g.dtype != self.dtype or g.shape != weight._np.shape:
+                _check_operand(grad, "grad", weight)  # raises
+            if g.shape != w.shape or not g.flags.c_contiguous:  # (a bias: one column)
+                g = np.ascontiguousarray(g).reshape(w.shape)
             self.ids, self.count, self.weight_rows = None, n, None
             self.arrays = [w, g, *views]
             self.pos = _no_positions(2 + len(views))
             return
+        _check_operand(grad, "grad", weight)
         # Rows of a canonical RowSparseNDArray are sorted and unique by construction, so a
         # lazy update never sees a row twice and needs no coalescing.
         if grad.stype == "row_sparse" and lazy and operands.arrays is not None:
@@ -478,6 +494,7 @@ class _RowPlan:
             w, *views = operands.arrays
             lines = [self.ids] * (1 + len(views))  # a placeholder's line is never read
         else:
+            states = operands.states
             fill = weight._indices if weight.stype == "row_sparse" else None
             lines = [self._line(weight, None)]
             w = self._array(weight, "weight")
@@ -511,12 +528,12 @@ class _RowPlan:
         latency (scattered rows), so a large one is split over threads: each core keeps its
         own rows in flight. A dense pass streams memory at the bandwidth one core already
         gets: one call."""
-        dtype, (lr, *rest) = self.dtype, floats
+        dtype = self.dtype
         try:
-            rest = _typed(tuple(rest), dtype)
+            rest = _typed(floats[1:], dtype)
         except TypeError:  # an unhashable rate (a 0-d array): converted, not cached
-            rest = tuple(np.array(rest, dtype))
-        pos, args = self.pos, (*self.arrays, dtype.type(lr), *rest, *flags)
+            rest = tuple(np.array(floats[1:], dtype))
+        pos, args = self.pos, (*self.arrays, dtype.type(floats[0]), *rest, *flags)
         if not pos.shape[1]:
             kernel(pos, 0, self.count, *args)
             return

@@ -90,18 +90,22 @@ class _Param:
 def test_lr_and_wd_multipliers():
     params = {0: _Param("w0", lr_mult=2.0, wd_mult=0.0), 1: _Param("w1"), 2: _Param("w2")}
     opt = create("sgd", learning_rate=0.1, wd=0.5, param_dict=params)
-    assert opt._get_lr(0) == pytest.approx(0.2) and opt._get_wd(0) == 0.0
-    assert opt._get_lr(1) == pytest.approx(0.1) and opt._get_wd(1) == 0.5
-    assert opt._get_lr(7) == pytest.approx(0.1)  # not in param_dict
+    assert opt._rates(0) == pytest.approx((0.2, 0.0))
+    assert opt._rates(1) == pytest.approx((0.1, 0.5))
+    assert opt._rates(7) == pytest.approx((0.1, 0.5))  # not in param_dict
     opt.set_lr_mult({"w1": 3.0, 2: 4.0, 0: 0.5})  # by name or index; they win over the Parameter
+    assert opt._rates(0) == pytest.approx((0.05, 0.0))
+    assert opt._rates(1) == pytest.approx((0.3, 0.5))
+    assert opt._rates(2) == pytest.approx((0.4, 0.5))
+    assert opt._rates(7) == pytest.approx((0.1, 0.5))
     opt.set_wd_mult({"w2": 2.0})
-    assert opt._get_lr(0) == pytest.approx(0.05)
-    assert opt._get_lr(1) == pytest.approx(0.3)
-    assert opt._get_lr(2) == pytest.approx(0.4)
-    assert opt._get_wd(2) == pytest.approx(1.0) and opt._get_wd(0) == 0.0
+    assert opt._rates(2) == pytest.approx((0.4, 1.0)) and opt._rates(0) == (0.05, 0.0)
+    opt.set_lr_mult({})
+    assert opt._rates(0) == pytest.approx((0.2, 0.0))  # the Parameter's own again
+    assert opt._rates(2) == pytest.approx((0.1, 1.0))
     weight = nd.ones((2,))
-    opt.update(0, weight, nd.ones((2,)), None)  # lr 0.05, wd 0
-    assert_almost_equal(weight.asnumpy(), [0.95, 0.95])
+    opt.update(0, weight, nd.ones((2,)), None)  # lr 0.2 (the Parameter's 2 x 0.1), wd 0
+    assert_almost_equal(weight.asnumpy(), [0.8, 0.8])
 
 
 def test_update_counts_and_adam_bias_correction_per_parameter():
@@ -249,3 +253,30 @@ def test_no_dropped_weight_or_state_is_kept_alive():
     weight, buffer = weakref.ref(w), weakref.ref(w._np)
     del w
     assert weight() is None and buffer() is None
+
+
+def test_checks_still_apply_after_cached_updates():
+    """Between updates of one parameter the optimizer reuses its checks of the same dense
+    weight and state: a bad gradient, a changed state or settings that read more states
+    are still refused."""
+    opt = create("rmsprop", learning_rate=0.1)
+    w = nd.ones((3, 2))
+    state = opt.create_state(0, w)  # (n,): uncentered
+    for _ in range(2):
+        opt.update(0, w, nd.ones((3, 2)), state)
+    with pytest.raises(nets.NetsError, match=r"grad has shape \(2, 3\)"):
+        opt.update(0, w, nd.ones((2, 3)), state)
+    with pytest.raises(nets.NetsError, match="grad has dtype float64"):
+        opt.update(0, w, nd.ones((3, 2), dtype=np.float64), state)
+    with pytest.raises(nets.NetsError, match="has no state 0"):
+        opt.update(0, w, nd.ones((3, 2)), None)
+    with pytest.raises(nets.NetsError, match="state 0 has shape"):
+        opt.update(0, w, nd.ones((3, 2)), (nd.zeros((3, 1)),))
+    opt.centered = True  # now reads (n, g, delta)
+    with pytest.raises(nets.NetsError, match="has no state 1"):
+        opt.update(0, w, nd.ones((3, 2)), state)
+    g = np.random.default_rng(0).random((3, 4), dtype=np.float32)
+    w2 = w.copy()
+    opt.update(0, w, nd.array(g)[:, ::2], opt.create_state(0, w))  # a strided gradient
+    opt.update(1, w2, nd.array(np.ascontiguousarray(g[:, ::2])), opt.create_state(1, w2))
+    assert np.array_equal(w.asnumpy(), w2.asnumpy())
