@@ -304,14 +304,14 @@ unary.declare_vjp(Activation,
 FUSABLE_ACTIVATIONS = frozenset({"relu", "sigmoid", "tanh"})
 
 
-def fuse_activation(host, host_attrs, op, attrs):
-    """The attributes of ``host`` (an operator with ``host_attrs``) applying the activation
-    ``op(attrs)`` to its output itself, or None where it cannot: the fusion a cached graph
-    (``nets.symbol.executor``) applies when nothing else reads the host's output."""
+def fuse_activation(host, host_attrs, host_stypes, op, attrs):
+    """``(host, attributes)`` applying the activation ``op(**attrs)`` to the output of
+    ``host(**host_attrs)`` inside ``host`` itself, or None where it cannot: a fusion rule of
+    cached graphs (``nets.ops.fusion``)."""
     if (op is not Activation or attrs["act_type"] not in FUSABLE_ACTIVATIONS
             or host not in (FullyConnected, _dot_bias) or host_attrs["act_type"] is not None):
         return None
-    return {**host_attrs, "act_type": attrs["act_type"]}
+    return host, {**host_attrs, "act_type": attrs["act_type"]}
 
 
 def _fused_act(out, act_type, name):

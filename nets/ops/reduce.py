@@ -33,8 +33,9 @@ from ..base import FLOAT_DTYPES, NetsError, ShapeError, as_dtype
 from ..ndarray.csr import row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
-from .elemwise import _sum_to, divide, equal, maximum, multiply
-from .registry import _EMPTY, Op
+from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide, elemwise_mul,
+                       equal, maximum, multiply)
+from .registry import _EMPTY, RECORDER, Op
 from .shape import reshape
 from .unary import as_dense, sign
 
@@ -389,3 +390,64 @@ def _(node, g):
         return RowSparseNDArray(2 * data._data * rows, data._indices, data.shape, data.context)
     axes = _axes(data.shape, attrs["axis"], attrs["exclude"])
     return multiply(_expand(g, data, axes), multiply(data, 2.0))
+
+
+# -- the sum of a product: one step of a cached graph -----------------------------------------
+_mul_sum = Op("_mul_sum", ("lhs", "rhs"), _REDUCE_ATTRS, doc="""\
+``sum(broadcast_mul(lhs, rhs), axis, keepdims, exclude)`` of two dense arrays as one
+operator: what a hybridized graph runs for the sum of a product that nothing else reads
+(see ``fuse_sum_of_product``), such as the batch of dot products ``sum(user * item,
+axis=1)`` of matrix factorization. The product is broadcast_mul's and its reduction sum's,
+so the values are theirs; the gradient of each operand is the incoming gradient,
+broadcast over the reduced axes, times the other operand, without materializing that
+broadcast (and one tape node instead of two). Other storage types fall back (the fusion
+only chooses this operator for dense operands).
+""" + _ARGS_DOC)
+_mul_sum.infer(lambda lhs, rhs, **attrs: "default")
+
+
+@_mul_sum.impl("default", "default")
+def _(lhs, rhs, axis, keepdims, exclude):
+    product = broadcast_mul.find_impl(("default", "default"))(lhs, rhs)
+    return sum.find_impl(("default",))(product, axis, keepdims, exclude)
+
+
+@_mul_sum.vjp
+def _(node, g):
+    """``d lhs = expand(g) * rhs`` and ``d rhs = expand(g) * lhs``, each summed back to its
+    operand's shape where it was broadcast: sum's vjp followed by broadcast_mul's."""
+    lhs, rhs = node.inputs
+    attrs = node.attrs
+    shape = np.broadcast_shapes(lhs.shape, rhs.shape)
+    axes = _axes(shape, attrs["axis"], attrs["exclude"])
+    g = as_dense(g)
+    pairs = ((lhs, rhs, node.parents[0]), (rhs, lhs, node.parents[1]))
+    if RECORDER.get() is None and lhs.stype == rhs.stype == "default":
+        # not differentiated again: numpy broadcasts g in the product itself
+        gk = g._np.reshape(_shape(shape, axes, True))
+        with np.errstate(all="ignore"):  # as broadcast_mul's vjp (nan, inf follow numpy)
+            return tuple(None if parent is None else
+                         NDArray(_product_grad(gk, other._np, x.shape, shape), g.context)
+                         for x, other, parent in pairs)
+    expanded = _backward_sum.in_vjp(g, shape=shape, axes=axes, scale=1.0)
+    return tuple(None if parent is None else _unbroadcast(expanded * other, x)
+                 for x, other, parent in pairs)
+
+
+def _product_grad(gk, other, x_shape, shape):
+    """``gk * other`` (``gk``: the gradient with the reduced axes kept) as an operand of
+    ``shape``'s product receives it: at the product's shape, then summed to ``x_shape``."""
+    d = np.multiply(gk, other).astype(gk.dtype, copy=False)
+    if d.shape != shape:  # the other operand and gk both broadcast along an axis of x
+        d = np.broadcast_to(d, shape).copy()
+    return d if x_shape == shape else _np_sum_to(d, x_shape)
+
+
+def fuse_sum_of_product(host, host_attrs, host_stypes, op, attrs):
+    """``(_mul_sum, attrs)`` for ``sum(**attrs)`` of a dense ``broadcast_mul`` or
+    ``elemwise_mul`` (one operator call instead of two), else None: a fusion rule of
+    cached graphs (``nets.ops.fusion``)."""
+    if (op is sum and host in (broadcast_mul, elemwise_mul)
+            and host_stypes == ("default", "default")):
+        return _mul_sum, dict(attrs)
+    return None

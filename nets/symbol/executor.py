@@ -20,7 +20,7 @@ from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
-from ..ops.nn import fuse_activation
+from ..ops.fusion import fuse
 from ..ops.registry import _VERBOSE, RECORDER, Op, _verbose
 from .inference import node_stypes
 
@@ -53,7 +53,6 @@ class Program:
                 where[node, k] = size + k
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
-        self.steps = _fuse_activations(self.steps, self.heads)
         self._impls = None  # each step's implementation, noted by the first run()
 
     def run(self, args):
@@ -84,17 +83,20 @@ class Program:
             if recorder is not None:
                 recorder(op, inputs, attrs, out)
         if self._impls is None and not _VERBOSE:  # (verbose: every call logs its stypes)
-            self._impls = [op.find_impl(tuple([None if i < 0 else vals[i].stype for i in ins]))
+            stypes = [None if v is None else v.stype for v in vals] + [None]  # (-1: absent)
+            self.steps = _fuse(self.steps, self.heads, stypes)
+            self._impls = [op.find_impl(tuple([stypes[i] for i in ins]))
                            if isinstance(op, Op) else None for op, ins, _, _, _ in self.steps]
         return [vals[h] for h in self.heads]
 
 
-def _fuse_activations(steps, heads):
+def _fuse(steps, heads, stypes):
     """``steps`` with each one-input step whose input comes from a single-output step that
-    nothing else reads folded into that step where the operators allow it
-    (``nets.ops.nn.fuse_activation``: relu, sigmoid or tanh into a FullyConnected or
-    _dot_bias): one operator call and one tape node instead of two, the same values and
-    gradients. The fused step writes the second step's slot; the first one's stays empty."""
+    nothing else reads folded into that step where an operator computes both
+    (``nets.ops.fusion``: an activation inside a FullyConnected or _dot_bias, the sum of a
+    dense product): one operator call and one tape node instead of two, the same values
+    and gradients. ``stypes``: each slot's storage type in the run that showed them. The
+    fused step writes the second step's slot; the first one's stays empty."""
     reads = collections.Counter(heads)
     for _, ins, _, _, _ in steps:
         reads.update(ins)
@@ -105,9 +107,9 @@ def _fuse_activations(steps, heads):
             continue
         p = producer[ins[0]]
         host, host_ins, host_attrs, _, _ = fused[p]
-        merged = fuse_activation(host, host_attrs, op, attrs)
+        merged = fuse(host, host_attrs, tuple([stypes[i] for i in host_ins]), op, attrs)
         if merged is not None:
-            fused[p] = (host, host_ins, merged, at, 1)
+            fused[p] = (merged[0], host_ins, merged[1], at, 1)
             dropped.add(k)
     return [step for k, step in enumerate(fused) if k not in dropped]
 

@@ -1,5 +1,7 @@
 """HybridBlock.hybridize(): the traced graph gives exactly the imperative outputs and
 gradients (dense and row_sparse), finishes deferred initialization, and exports."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -212,3 +214,78 @@ def test_activations_fuse_into_the_layer_that_feeds_them(make, ops):
     assert np.array_equal(y0.asnumpy(), y1.asnumpy())
     for k in g0:
         assert np.array_equal(g0[k].asnumpy(), g1[k].asnumpy()), k
+
+
+class _Dots(L.HybridBlock):
+    """Matrix factorization's score: the sum of the product of two embeddings (``mul``: the
+    product's operator; ``twice``: the product also read by another step)."""
+
+    def __init__(self, mul="broadcast_mul", twice=False):
+        super().__init__()
+        self.mul, self.twice = mul, twice
+        self.user = L.Embedding(7, 4, sparse_grad=True)
+        self.item = L.Embedding(5, 4)
+
+    def hybrid_forward(self, F, users, items):
+        p = getattr(F, self.mul)(self.user(users), self.item(items))
+        s = F.sum(p, axis=1)
+        return s + F.mean(p, axis=1) if self.twice else s
+
+
+@pytest.mark.parametrize("mul, twice, ops", [
+    ("broadcast_mul", False, ["Embedding", "Embedding", "_mul_sum"]),
+    ("elemwise_mul", False, ["Embedding", "Embedding", "_mul_sum"]),
+    ("broadcast_mul", True, ["Embedding", "Embedding", "broadcast_mul", "sum", "mean",
+                             "broadcast_add"]),
+])
+def test_the_sum_of_a_product_fuses_into_one_step(mul, twice, ops):
+    """``sum(a * b)`` of dense operands runs as ``_mul_sum`` when nothing else reads the
+    product; outputs and gradients (row_sparse and dense) equal the imperative ones."""
+    def build():
+        nets.random.seed(6)
+        net = _Dots(mul, twice)
+        net.initialize(nets.init.Normal(0.5))
+        return net
+    users, items = nd.array([0, 3, 6, 3, 1, 2]), nd.array([4, 0, 0, 2, 1, 3])
+    results = []
+    for hybrid in (False, True):
+        net = build()
+        if hybrid:
+            net.hybridize()
+        for _ in range(2):  # the second run is the fused one
+            with autograd.record():
+                y = net(users, items)
+            y.backward(nd.array(np.linspace(-1, 1, 6)))
+        results.append((y, {k: p.grad() for k, p in net._structural_params().items()}))
+    program = next(iter(net._cached.values()))[0]
+    assert [step[0].name for step in program.steps] == ops
+    (y0, g0), (y1, g1) = results
+    assert np.array_equal(y0.asnumpy(), y1.asnumpy())
+    for k in g0:
+        assert g0[k].stype == g1[k].stype and np.array_equal(g0[k].asnumpy(), g1[k].asnumpy())
+
+
+class _SparseDots(L.HybridBlock):
+    def __init__(self):
+        super().__init__()
+        self.w = self.params.get("w", shape=(1, 6))
+
+    def hybrid_forward(self, F, x, w):
+        return F.sum(F.broadcast_mul(x, w), axis=1)
+
+
+def test_a_sparse_product_is_not_fused():
+    """csr * dense is native (csr) and so is the sum of a csr array: no fusion (whose
+    operator is dense), and no fallback."""
+    net = _SparseDots()
+    net.initialize()
+    net.hybridize()
+    x = rand_ndarray((4, 6), "csr", density=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nets.StorageFallbackWarning)
+        for _ in range(2):
+            y = net(x)
+    program = next(iter(net._cached.values()))[0]
+    assert [step[0].name for step in program.steps] == ["broadcast_mul", "sum"]
+    expect = (x.asnumpy() * net.w.data().asnumpy()).sum(axis=1)
+    assert np.allclose(y.asnumpy(), expect, rtol=1e-6)
