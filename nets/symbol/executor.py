@@ -60,8 +60,9 @@ class Program:
 
         The first run calls every operator in full (checks, storage-type inference,
         fallbacks with their warning) and notes the implementation each step's input
-        storage types select; later runs call those directly, skipping the dispatch
-        (MXNet's CachedOp). Inside ``autograd.record()`` each step is recorded as its
+        storage types select, folding the pairs of steps that one operator computes
+        (``_fuse``); later runs call those directly, skipping the dispatch (MXNet's
+        CachedOp). Inside ``autograd.record()`` each step is recorded as its
         operator call records, so outputs and gradients are the imperative ones. Meant
         for one input signature (shapes, dtypes, stypes): a hybridized block keeps one
         program per signature, an executor binds one."""
