@@ -263,15 +263,14 @@ def nets_w5(args, key):
     ``bytes`` is what each call must move at least (the driver divides it by the bandwidth
     the ``bandwidth`` variant measured, for the goal "within 3x of the bound")."""
     from nets import nd
-    from nets.ndarray.dense import NDArray
     from nets.optim import create
     arrays = wl.w2_arrays(args.data_dir, args.quick)
     X = _nets_csr(arrays, wl.W2["features"])
     units, b = wl.W2["units"], wl.W2["batch"]
     xs = [X[s:e] for s, e in wl.batches(arrays, b)[:args.w5_calls]]
-    rng = np.random.default_rng(0)
-    w = NDArray(rng.standard_normal((wl.W2["features"], units), dtype=np.float32))
-    g = NDArray(rng.standard_normal((b, units), dtype=np.float32))
+    rng = np.random.default_rng(0)  # nd.array: the weight in a buffer nets allocated
+    w = nd.array(rng.standard_normal((wl.W2["features"], units), dtype=np.float32))
+    g = nd.array(rng.standard_normal((b, units), dtype=np.float32))
     row = units * 4
     touched = [len(np.unique(x._indices)) for x in xs]
     csr_bytes = [x.nnz * 12 + (b + 1) * 8 for x in xs]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..base import (DEFAULT_DTYPE, ShapeError, SparseFormatError, StorageTypeError,
                     as_dtype, check_stype, current_context, normalize_shape)
+from . import aligned
 from .base_sparse import as_index
 from .csr import CSRNDArray, canonicalize_csr, dense_to_csr_parts
 from .dense import NDArray
@@ -43,10 +44,12 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, NDArray):
         return source_array.astype(dtype).as_in_context(ctx)
     try:
-        values = np.array(source_array, dtype=dtype)
+        source = np.asarray(source_array, dtype=dtype)
     except (TypeError, ValueError) as e:
         raise ShapeError(f"source_array of type {type(source_array).__name__} cannot be "
                          f"converted to an array of {dtype}: {e}") from e
+    values = aligned.empty(source.shape, dtype)
+    values[...] = source
     return NDArray(values, ctx)
 
 
@@ -55,8 +58,10 @@ def _filled(shape, fill, ctx, dtype, stype=None):
         if fill != 0:
             raise StorageTypeError(f"only zeros can be created with stype={stype!r}")
         return zeros_sparse(stype, shape, ctx, dtype)
-    shape = normalize_shape(shape)
-    return NDArray(np.full(shape, fill, dtype=as_dtype(dtype)), current_context(ctx))
+    values = aligned.zeros(normalize_shape(shape), as_dtype(dtype))
+    if fill != 0:
+        values[...] = fill
+    return NDArray(values, current_context(ctx))
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None):
@@ -101,7 +106,7 @@ def zeros_sparse(stype, shape, ctx=None, dtype=None):
     shape = normalize_shape(shape)
     ctx, dtype = current_context(ctx), as_dtype(dtype)
     if stype == "default":
-        return NDArray(np.zeros(shape, dtype=dtype), ctx)
+        return NDArray(aligned.zeros(shape, dtype), ctx)
     if stype == "csr" and len(shape) != 2:
         raise ShapeError(f"a CSR array is 2-D; shape={shape} has {len(shape)} dimensions")
     if not shape:

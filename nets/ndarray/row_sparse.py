@@ -6,6 +6,7 @@ unique, and ``data[k]`` is row ``indices[k]``. Kernels rely on it.
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
+from . import aligned
 from .base_sparse import BaseSparseNDArray, as_index
 
 
@@ -34,7 +35,8 @@ def _check_rsp(data, indices, shape, full_check=True):
 def dense_to_rsp_parts(a):
     """``(data, indices)`` of the rows of numpy ``a`` that hold a non-zero."""
     keep = np.flatnonzero(np.any(a != 0, axis=tuple(range(1, a.ndim))))
-    return a[keep], keep.astype(INDEX_DTYPE)
+    data = aligned.empty((len(keep),) + a.shape[1:], a.dtype)
+    return np.take(a, keep, axis=0, out=data), keep.astype(INDEX_DTYPE)
 
 
 def check_rsp_parts(data, indices, shape):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import kernels
 from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
+from ..ndarray import aligned
 from ..ndarray.creation import zeros
 from ..ndarray.dense import NDArray
 
@@ -623,7 +624,7 @@ def _insert_rows(a, rows, fill=None):
     if present.all():
         return
     new = np.union1d(idx, rows if fill is None else np.union1d(rows, fill)).astype(_INDEX)
-    data = np.zeros((len(new),) + a._data.shape[1:], dtype=a._data.dtype)
+    data = aligned.zeros((len(new),) + a._data.shape[1:], a._data.dtype)
     data[np.searchsorted(new, idx)] = a._data
     a._data, a._indices = data, new
 
