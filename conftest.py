@@ -16,9 +16,10 @@ def _seed():
 
 
 @pytest.fixture
-def split_kernels(monkeypatch):
-    """Split every threaded kernel call into up to 3 parts, however small its work (so the
-    block boundaries of a split are tested on small inputs, on any machine)."""
+def shared_kernels(monkeypatch):
+    """Share every threaded kernel call between 3 threads in chunks of ~1/24 of its range,
+    however small its work (so chunk boundaries are tested on small inputs, on any
+    machine)."""
     from nets.kernels import threads
     pool = threads.ThreadPoolExecutor(2)
     monkeypatch.setattr(threads, "CORES", 3)

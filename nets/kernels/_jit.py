@@ -1,6 +1,7 @@
 """The one way kernels are compiled (lazily, cached on disk, GIL released), and the
 intrinsics kernels use: ``prefetch_row`` to hide memory latency, ``popcount`` to rank ids
-in a bitmap."""
+in a bitmap, ``fetch_add`` and ``load_acquire`` for threads that share one call's work
+(``nets.kernels.threads``)."""
 import os
 
 import numba
@@ -95,3 +96,62 @@ def _popcount(typingctx, x):
 @overload(popcount)
 def _(x):
     return lambda x: _popcount(x)
+
+
+# -- atomics --------------------------------------------------------------------------
+def fetch_add(a, i, v):
+    """Add ``v`` to ``a[i]`` (int64) and return the old value (compiled: one atomic
+    read-modify-write, sequentially consistent, so threads that each add see distinct old
+    values and every write before it is visible to a thread that reads the sum)."""
+    old = int(a[i])
+    a[i] = old + v
+    return old
+
+
+def load_acquire(a, i):
+    """``a[i]`` (int64), read anew on every call (compiled: an atomic load, which the
+    compiler cannot hoist out of a polling loop)."""
+    return int(a[i])
+
+
+def _int64_element(context, builder, sig, args):
+    arr = context.make_array(sig.args[0])(context, builder, args[0])
+    index = context.cast(builder, args[1], sig.args[1], types.int64)
+    return cgutils.get_item_pointer(context, builder, sig.args[0], arr, [index])
+
+
+def _is_int64_array(a):
+    return isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1
+
+
+@intrinsic
+def _fetch_add(typingctx, a, i, v):
+    if not (_is_int64_array(a) and isinstance(i, types.Integer)
+            and isinstance(v, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[2], sig.args[2], types.int64)
+        return builder.atomic_rmw("add", _int64_element(context, builder, sig, args), value,
+                                  "seq_cst")
+    return types.int64(a, i, v), codegen
+
+
+@intrinsic
+def _load_acquire(typingctx, a, i):
+    if not (_is_int64_array(a) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_int64_element(context, builder, sig, args), "acquire", 8)
+    return types.int64(a, i), codegen
+
+
+@overload(fetch_add)
+def _(a, i, v):
+    return lambda a, i, v: _fetch_add(a, i, v)
+
+
+@overload(load_acquire)
+def _(a, i):
+    return lambda a, i: _load_acquire(a, i)

@@ -8,8 +8,8 @@ Invariants every kernel here trusts (the operator validates first):
 
 No ``parallel=True``: on 2 cores it won at best 0.1 ms on the 512 x 10^6 benchmark batch,
 and when another process held the second core the OpenMP barrier made ``csr_dense`` 50x
-slower (12 ms vs 0.23 ms; see benchmarks/README.md); the operator splits ``csr_dense``
-over threads by blocks of rows instead (``nets.kernels.threads``). What a loop over
+slower (12 ms vs 0.23 ms; see benchmarks/README.md); the operator shares ``csr_dense``'s
+rows between threads instead (``nets.kernels.threads``). What a loop over
 scattered rows of a large weight waits for is memory latency, not bandwidth:
 ``prefetch_row`` asks for the rows a few iterations ahead (also used by the lazy optimizer
 kernels).
@@ -18,26 +18,29 @@ import numpy as np
 
 from ._jit import PREFETCH_AHEAD, jit, prefetch_row
 from .embedding import unique_slots
+from .threads import claim
 
 
 @jit
-def csr_dense(indptr, indices, data, w, out):
+def csr_dense(indptr, indices, data, w, out, counter):
     """``out += X @ w`` for ``out`` of shape ``(rows, w.shape[1])``; ``w.shape[0] == cols``.
 
-    Each output row is a sum of scaled contiguous rows of ``w``. ``indptr`` may be a slice
-    ``indptr[a:b + 1]`` (its values index ``indices`` and ``data`` as they are): the rows
-    ``a:b``, so that threads can each take a block of rows.
+    Each output row is a sum of scaled contiguous rows of ``w``. The rows come in chunks
+    from ``counter`` (``nets.kernels.threads``: threads share one call).
     """
-    rows, n = len(indptr) - 1, w.shape[1]
-    nnz = indptr[rows]
-    for i in range(rows):
-        o = out[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            if p + PREFETCH_AHEAD < nnz:
-                prefetch_row(w, indices[p + PREFETCH_AHEAD])
-            v, wr = data[p], w[indices[p]]
-            for j in range(n):
-                o[j] += v * wr[j]
+    n = w.shape[1]
+    a, b = claim(counter, 0)
+    while a < b:
+        end = indptr[b]
+        for i in range(a, b):
+            o = out[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                if p + PREFETCH_AHEAD < end:
+                    prefetch_row(w, indices[p + PREFETCH_AHEAD])
+                v, wr = data[p], w[indices[p]]
+                for j in range(n):
+                    o[j] += v * wr[j]
+        a, b = claim(counter, b - a)
 
 
 @jit

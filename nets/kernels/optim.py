@@ -4,9 +4,9 @@ Invariants the caller (``nets.optim``) guarantees:
 - every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
   storage; all have one float dtype and so has every float scalar argument (the arithmetic
   runs in the array dtype, as MXNet's kernels do);
-- update ``k`` (``start <= k < stop``: threads may each take a range of the updates)
-  touches row ``pos[0, k]`` of the weight, row ``pos[1, k]`` of the gradient and row
-  ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
+- the updates ``k`` come in chunks from ``counter`` (``nets.kernels.threads``: threads may
+  share one call); update ``k`` touches row ``pos[0, k]`` of the weight, row ``pos[1, k]``
+  of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
   from a sparse gradient points at a zero row appended to its data). An empty ``pos`` (no
   columns) means row ``k`` of every operand: the dense path builds no index array. A state
   the optimizer does not use is a ``(0, cols)`` placeholder, never read;
@@ -24,14 +24,16 @@ for zero, and that branch keeps LLVM from vectorising the loop over a row. Rows 
 chosen by a condition (SGD's ``mom[s] if has_mom else w[r]``) kept numba from eliding it
 (SGD 2.1x slower on 1,000 rows of 32). A lazy step reads and writes scattered rows, so it
 waits on memory latency: ``_ahead`` prefetches the rows of the update ``PREFETCH_AHEAD``
-steps later (1.4x faster on 1M x 64 Adam), and the optimizer splits a large lazy step over
-threads (``nets.kernels.threads``), each core bringing its own rows in. No ``parallel=True``:
-a dense pass is memory-bound (a second thread did not speed it up on the 2-core benchmark
-machine) and OpenMP's barrier made calls 14-50x slower whenever another process held a core.
+steps later (1.4x faster on 1M x 64 Adam), and the optimizer shares a large lazy step
+between threads (``nets.kernels.threads``), each core bringing its own rows in. No
+``parallel=True``: a dense pass is memory-bound (a second thread did not speed it up on the
+2-core benchmark machine) and OpenMP's barrier made calls 14-50x slower whenever another
+process held a core.
 """
 import numpy as np
 
 from ._jit import PREFETCH_AHEAD, jit, prefetch_row
+from .threads import claim
 
 TINY = 1e-30
 
@@ -67,7 +69,7 @@ def _clip(x, bound):
 
 
 @jit
-def sgd(pos, start, stop, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
+def sgd(pos, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
     """SGD (MXNet ``sgd_update`` / ``sgd_mom_update``)::
 
         step = -lr * (wd * w + clip(rescale * g))
@@ -75,24 +77,27 @@ def sgd(pos, start, stop, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
         w += step
     """
     tiny = w.dtype.type(TINY)
-    for k in range(start, stop):
-        _ahead(pos, k, stop, 0, w)
-        r, q = _at(pos, 0, k), _at(pos, 1, k)
-        if has_mom:
-            _ahead(pos, k, stop, 2, mom)
-            s = _at(pos, 2, k)
-            for j in range(w.shape[1]):
-                step = _ftz(momentum * mom[s, j] - lr * (wd * w[r, j] +
-                                                         _clip(g[q, j] * rescale, clip)), tiny)
-                mom[s, j] = step
-                w[r, j] += step
-        else:
-            for j in range(w.shape[1]):
-                w[r, j] -= lr * (wd * w[r, j] + _clip(g[q, j] * rescale, clip))
+    lo, hi = claim(counter, 0)
+    while lo < hi:
+        for k in range(lo, hi):
+            _ahead(pos, k, hi, 0, w)
+            r, q = _at(pos, 0, k), _at(pos, 1, k)
+            if has_mom:
+                _ahead(pos, k, hi, 2, mom)
+                s = _at(pos, 2, k)
+                for j in range(w.shape[1]):
+                    step = _ftz(momentum * mom[s, j] - lr * (wd * w[r, j] +
+                                                             _clip(g[q, j] * rescale, clip)), tiny)
+                    mom[s, j] = step
+                    w[r, j] += step
+            else:
+                for j in range(w.shape[1]):
+                    w[r, j] -= lr * (wd * w[r, j] + _clip(g[q, j] * rescale, clip))
+        lo, hi = claim(counter, hi - lo)
 
 
 @jit
-def adam(pos, start, stop, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
+def adam(pos, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
          decoupled):
     """Adam (MXNet ``adam_update``; ``lr`` carries the bias correction)::
 
@@ -105,29 +110,32 @@ def adam(pos, start, stop, w, g, mean, var, lr, beta1, beta2, epsilon, wd, resca
     ``w -= lr * (mean / (sqrt(var) + epsilon) + wd * w)``.
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    for k in range(start, stop):
-        _ahead(pos, k, stop, 0, w)
-        _ahead(pos, k, stop, 2, mean)
-        _ahead(pos, k, stop, 3, var)
-        r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
-        for j in range(w.shape[1]):
-            wj = w[r, j]
-            x = g[q, j] * rescale
-            if not decoupled:
-                x += wd * wj
-            x = _clip(x, clip)
-            m = _ftz(beta1 * mean[a, j] + (one - beta1) * x, tiny)
-            v = _ftz(beta2 * var[b, j] + (one - beta2) * x * x, tiny)
-            mean[a, j] = m
-            var[b, j] = v
-            d = np.divide(m, np.sqrt(v) + epsilon)
-            if decoupled:
-                d += wd * wj
-            w[r, j] = wj - lr * d
+    lo, hi = claim(counter, 0)
+    while lo < hi:
+        for k in range(lo, hi):
+            _ahead(pos, k, hi, 0, w)
+            _ahead(pos, k, hi, 2, mean)
+            _ahead(pos, k, hi, 3, var)
+            r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
+            for j in range(w.shape[1]):
+                wj = w[r, j]
+                x = g[q, j] * rescale
+                if not decoupled:
+                    x += wd * wj
+                x = _clip(x, clip)
+                m = _ftz(beta1 * mean[a, j] + (one - beta1) * x, tiny)
+                v = _ftz(beta2 * var[b, j] + (one - beta2) * x * x, tiny)
+                mean[a, j] = m
+                var[b, j] = v
+                d = np.divide(m, np.sqrt(v) + epsilon)
+                if decoupled:
+                    d += wd * wj
+                w[r, j] = wj - lr * d
+        lo, hi = claim(counter, hi - lo)
 
 
 @jit
-def adagrad(pos, start, stop, w, g, history, lr, wd, epsilon, rescale, clip):
+def adagrad(pos, counter, w, g, history, lr, wd, epsilon, rescale, clip):
     """AdaGrad (MXNet ``AdaGrad``)::
 
         x = clip(rescale * g)
@@ -135,20 +143,23 @@ def adagrad(pos, start, stop, w, g, history, lr, wd, epsilon, rescale, clip):
         w -= lr * (x / sqrt(history + epsilon) + wd * w)
     """
     tiny = w.dtype.type(TINY)
-    for k in range(start, stop):
-        _ahead(pos, k, stop, 0, w)
-        _ahead(pos, k, stop, 2, history)
-        r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
-        for j in range(w.shape[1]):
-            wj = w[r, j]
-            x = _clip(g[q, j] * rescale, clip)
-            h = _ftz(history[a, j] + x * x, tiny)
-            history[a, j] = h
-            w[r, j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
+    lo, hi = claim(counter, 0)
+    while lo < hi:
+        for k in range(lo, hi):
+            _ahead(pos, k, hi, 0, w)
+            _ahead(pos, k, hi, 2, history)
+            r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
+            for j in range(w.shape[1]):
+                wj = w[r, j]
+                x = _clip(g[q, j] * rescale, clip)
+                h = _ftz(history[a, j] + x * x, tiny)
+                history[a, j] = h
+                w[r, j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
+        lo, hi = claim(counter, hi - lo)
 
 
 @jit
-def rmsprop(pos, start, stop, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
+def rmsprop(pos, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
             clip_weights, centered):
     """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::
 
@@ -161,33 +172,36 @@ def rmsprop(pos, start, stop, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, w
         w = clip(w, clip_weights)
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    for k in range(start, stop):
-        _ahead(pos, k, stop, 0, w)
-        _ahead(pos, k, stop, 2, n)
-        if centered:
-            _ahead(pos, k, stop, 3, mg)
-            _ahead(pos, k, stop, 4, delta)
-        r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
-        b, c = (_at(pos, 3, k), _at(pos, 4, k)) if centered else (a, a)
-        for j in range(w.shape[1]):
-            wj = w[r, j]
-            x = _clip(g[q, j] * rescale + wd * wj, clip)
-            nj = _ftz((one - gamma1) * x * x + gamma1 * n[a, j], tiny)
-            n[a, j] = nj
+    lo, hi = claim(counter, 0)
+    while lo < hi:
+        for k in range(lo, hi):
+            _ahead(pos, k, hi, 0, w)
+            _ahead(pos, k, hi, 2, n)
             if centered:
-                m = _ftz((one - gamma1) * x + gamma1 * mg[b, j], tiny)
-                d = _ftz(gamma2 * delta[c, j] - lr * np.divide(x, np.sqrt(nj - m * m + epsilon)),
-                         tiny)
-                mg[b, j] = m
-                delta[c, j] = d
-                wj = wj + d
-            else:
-                wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
-            w[r, j] = _clip(wj, clip_weights)
+                _ahead(pos, k, hi, 3, mg)
+                _ahead(pos, k, hi, 4, delta)
+            r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
+            b, c = (_at(pos, 3, k), _at(pos, 4, k)) if centered else (a, a)
+            for j in range(w.shape[1]):
+                wj = w[r, j]
+                x = _clip(g[q, j] * rescale + wd * wj, clip)
+                nj = _ftz((one - gamma1) * x * x + gamma1 * n[a, j], tiny)
+                n[a, j] = nj
+                if centered:
+                    m = _ftz((one - gamma1) * x + gamma1 * mg[b, j], tiny)
+                    step = lr * np.divide(x, np.sqrt(nj - m * m + epsilon))
+                    d = _ftz(gamma2 * delta[c, j] - step, tiny)
+                    mg[b, j] = m
+                    delta[c, j] = d
+                    wj = wj + d
+                else:
+                    wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
+                w[r, j] = _clip(wj, clip_weights)
+        lo, hi = claim(counter, hi - lo)
 
 
 @jit
-def ftrl(pos, start, stop, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+def ftrl(pos, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
     """FTRL-proximal (MXNet ``ftrl_update``)::
 
         x = clip(rescale * g)
@@ -196,22 +210,25 @@ def ftrl(pos, start, stop, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
         w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  if |z| > lamda1  else 0
     """
     tiny = w.dtype.type(TINY)
-    for k in range(start, stop):
-        _ahead(pos, k, stop, 0, w)
-        _ahead(pos, k, stop, 2, z)
-        _ahead(pos, k, stop, 3, n)
-        r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
-        for j in range(w.shape[1]):
-            x = _clip(g[q, j] * rescale, clip)
-            nj = n[b, j]
-            zj = _ftz(z[a, j] + x - np.divide((np.sqrt(nj + x * x) - np.sqrt(nj)) * w[r, j], lr),
-                      tiny)
-            nj = _ftz(nj + x * x, tiny)
-            z[a, j] = zj
-            n[b, j] = nj
-            sign = lamda1 if zj > 0 else -lamda1
-            shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
-            w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
+    lo, hi = claim(counter, 0)
+    while lo < hi:
+        for k in range(lo, hi):
+            _ahead(pos, k, hi, 0, w)
+            _ahead(pos, k, hi, 2, z)
+            _ahead(pos, k, hi, 3, n)
+            r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
+            for j in range(w.shape[1]):
+                x = _clip(g[q, j] * rescale, clip)
+                nj = n[b, j]
+                shift = (np.sqrt(nj + x * x) - np.sqrt(nj)) * w[r, j]
+                zj = _ftz(z[a, j] + x - np.divide(shift, lr), tiny)
+                nj = _ftz(nj + x * x, tiny)
+                z[a, j] = zj
+                n[b, j] = nj
+                sign = lamda1 if zj > 0 else -lamda1
+                shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
+                w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
+        lo, hi = claim(counter, hi - lo)
 
 
 @jit

@@ -148,10 +148,10 @@ def _csr_dense(x, w, ta, tb):
 
 def _csr_dense_into(x, w, out):
     """``out += x . w`` for CSR ``x`` and numpy ``w`` (``out`` C-contiguous, of ``w``'s
-    dtype), by blocks of rows over the cores; returns ``out``."""
-    w, indptr = np.ascontiguousarray(w), x._indptr
-    kernels.threads.split(lambda a, b: kernels.csr.csr_dense(
-        indptr[a:b + 1], x._indices, x._data, w, out[a:b]), len(out), x.nnz * w.shape[1])
+    dtype), the cores sharing its rows; returns ``out``."""
+    w, parts = np.ascontiguousarray(w), (x._indptr, x._indices, x._data)
+    kernels.threads.share(lambda counter: kernels.csr.csr_dense(*parts, w, out, counter),
+                          len(out), x.nnz * w.shape[1])
     return out
 
 

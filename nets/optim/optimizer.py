@@ -524,11 +524,10 @@ class _RowPlan:
         return _view2d(a._np, what) if a.stype == "default" else _storage2d(a)
 
     def run(self, kernel, floats, *flags):
-        """``kernel(pos, start, stop, *arrays, *floats, *flags)`` over every update,
-        ``floats`` (the learning rate first) cast to the dtype. A lazy update waits on memory
-        latency (scattered rows), so a large one is split over threads: each core keeps its
-        own rows in flight. A dense pass streams memory at the bandwidth one core already
-        gets: one call."""
+        """``kernel(pos, counter, *arrays, *floats, *flags)`` over every update, ``floats``
+        (the learning rate first) cast to the dtype. A lazy update waits on memory latency
+        (scattered rows), so the cores share a large one: each keeps its own rows in flight.
+        A dense pass streams memory at the bandwidth one core already gets: one call."""
         dtype = self.dtype
         try:
             rest = _typed(floats[1:], dtype)
@@ -536,9 +535,9 @@ class _RowPlan:
             rest = tuple(np.array(floats[1:], dtype))
         pos, args = self.pos, (*self.arrays, dtype.type(floats[0]), *rest, *flags)
         if not pos.shape[1]:
-            kernel(pos, 0, self.count, *args)
+            kernel(pos, kernels.threads.counter(self.count), *args)
             return
-        kernels.threads.split(lambda a, b: kernel(pos, a, b, *args), self.count,
+        kernels.threads.share(lambda counter: kernel(pos, counter, *args), self.count,
                               self.count * self.arrays[0].shape[1])
 
     def _weight_positions(self):

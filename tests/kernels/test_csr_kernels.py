@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from nets.kernels import csr as kernels
+from nets.kernels import threads
 
 
 def _csr(dense):
@@ -30,12 +31,13 @@ def _case(name, dtype=np.float64):
     return x
 
 
-def _csr_dense(parts, w, rows=None):
-    """``csr_dense`` on rows ``rows`` (a slice; all by default) into a fresh output."""
+def _csr_dense(parts, w, counter=None):
+    """``csr_dense`` into a fresh output, over the rows ``counter`` hands out (all, in one
+    chunk, by default)."""
     indptr, indices, data = parts
-    rows = range(len(indptr) - 1)[rows or slice(None)]
-    out = np.zeros((len(rows), w.shape[1]), w.dtype)
-    kernels.csr_dense(indptr[rows.start:rows.stop + 1], indices, data, w, out)
+    out = np.zeros((len(indptr) - 1, w.shape[1]), w.dtype)
+    kernels.csr_dense(indptr, indices, data, w, out,
+                      threads.counter(len(out)) if counter is None else counter)
     return out
 
 
@@ -75,13 +77,19 @@ def test_csr_t_dense_of_a_wide_matrix(n_cols):
     np.testing.assert_allclose(block, x.T @ w, atol=1e-12)
 
 
-@pytest.mark.parametrize("rows", [slice(0, 0), slice(0, 1), slice(1, 3), slice(3, 4)])
-def test_csr_dense_on_a_block_of_rows(rows):
-    """A slice of indptr (its values still index the whole indices/data) gives those rows:
-    how the operator splits the product over threads."""
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+@pytest.mark.parametrize("start", [0, 1, 4, 5])
+def test_csr_dense_takes_the_chunks_left(chunk, start):
+    """The rows from ``start`` on (a counter whose first chunks another thread took), in
+    chunks of ``chunk``: those rows, the others untouched; every item reported done."""
     x = _case("sparse")
     w = np.random.default_rng(2).normal(size=(x.shape[1], 3))
-    np.testing.assert_allclose(_csr_dense(_csr(x), w, rows), x[rows] @ w, atol=1e-12)
+    counter = threads.counter(len(x), chunk)
+    counter[0] = start
+    expected = x @ w
+    expected[:start] = 0
+    np.testing.assert_allclose(_csr_dense(_csr(x), w, counter), expected, atol=1e-12)
+    assert counter[1] == max(len(x) - start, 0)
 
 
 def test_float32_stays_float32():

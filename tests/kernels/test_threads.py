@@ -1,69 +1,154 @@
-"""nets.kernels.threads.split: parts cover the range in order, small work stays whole,
-errors in any part reach the caller; threads.each runs every index once, results in order."""
+"""nets.kernels.threads: ``share`` hands out every chunk of a range exactly once, over the
+threads that are there when it is claimed (the caller never waits for a late worker, only
+for a chunk a worker holds), keeps small work in one call and raises errors from any
+thread; ``counter``/``claim`` chunk a range; ``each`` runs every index once, results in
+order."""
 import multiprocessing
+import os
 import threading
+import time
 
+import numpy as np
 import pytest
 
 from nets.kernels import threads
 
 
-@pytest.mark.parametrize("count", [3, 4, 10, 1001])
-def test_parts_cover_the_range_in_order(split_kernels, count):
-    parts = threads.split(lambda a, b: (a, b), count, work=30)
-    assert len(parts) == 3
-    assert parts[0][0] == 0 and parts[-1][1] == count
-    assert all(p[1] == q[0] and p[0] < p[1] for p, q in zip(parts, parts[1:]))
+def _recorder():
+    """A ``run(counter)`` that claims chunks until none are left, recording ``(a, b, thread)``
+    per chunk, and the list it records into."""
+    seen, lock = [], threading.Lock()
+
+    def run(counter, before_chunk=None):
+        a, b = threads.claim(counter, 0)
+        while a < b:
+            if before_chunk:
+                before_chunk(a)
+            with lock:
+                seen.append((a, b, threading.current_thread()))
+            a, b = threads.claim(counter, b - a)
+    return run, seen
 
 
-def test_the_last_part_runs_in_the_caller(split_kernels):
-    names = threads.split(lambda a, b: threading.current_thread(), 8, work=30)
-    assert names[-1] is threading.current_thread()
-    assert all(t is not threading.current_thread() for t in names[:-1])
+def _covered(seen, count):
+    items = sorted(i for a, b, _ in seen for i in range(a, b))
+    return items == list(range(count))
 
 
-@pytest.mark.parametrize("count, work, expected", [
-    (10, 0, 1), (10, 1, 1), (10, 2, 2), (2, 30, 2), (0, 30, 1), (1, 30, 1)])
-def test_no_part_smaller_than_the_grain(split_kernels, count, work, expected):
-    # GRAIN is 1 under split_kernels: work 1 is one part's worth
-    parts = threads.split(lambda a, b: (a, b), count, work)
-    assert len(parts) == expected
-    assert parts[0][0] == 0 and parts[-1][1] == count
+@pytest.mark.parametrize("chunk", [None, 1, 3, 4, 10])
+@pytest.mark.parametrize("count", [0, 1, 7, 10])
+def test_claim_hands_out_chunks_in_order(count, chunk):
+    run, seen = _recorder()
+    counter = threads.counter(count, chunk)
+    run(counter)
+    size = chunk or count
+    assert [(a, b) for a, b, _ in seen] == [(a, min(a + size, count))
+                                            for a in range(0, count, max(size, 1))]
+    assert counter[1] == count  # every item reported done
 
 
-def test_an_error_in_a_worker_part_is_raised(split_kernels):
-    def run(a, b):
-        if a == 0:
-            raise ValueError("part 0 failed")
-        return a
-    with pytest.raises(ValueError, match="part 0 failed"):
-        threads.split(run, 9, work=30)
+@pytest.mark.parametrize("count", [1, 3, 10, 1001])
+def test_share_covers_the_range_once(shared_kernels, count):
+    run, seen = _recorder()
+    threads.share(run, count, work=30)
+    assert _covered(seen, count)
+    assert all(b - a <= -(-count // 24) for a, b, _ in seen)  # 8 chunks per thread, 3 threads
 
 
-def _split_in_child(queue):
-    queue.put(threads.split(lambda a, b: (a, b), 9, work=30))
+@pytest.mark.parametrize("count, work", [(10, 0), (10, 1), (0, 30), (1, 30)])
+def test_small_work_is_one_call_in_the_caller(shared_kernels, count, work):
+    # GRAIN is 1 under shared_kernels: work 1 is one thread's worth, so one call
+    run, seen = _recorder()
+    threads.share(run, count, work)
+    assert [(a, b) for a, b, _ in seen] == ([(0, count)] if count else [])
+    assert all(t is threading.current_thread() for *_, t in seen)
+
+
+def test_the_caller_does_not_wait_for_a_late_worker(shared_kernels):
+    """Both workers busy elsewhere: the caller takes every chunk and returns."""
+    gate = threading.Event()
+    blocked = [threads._POOL.submit(gate.wait, 10) for _ in range(2)]
+    try:
+        run, seen = _recorder()
+        threads.share(run, 50, work=30)
+        assert _covered(seen, 50)
+        assert all(t is threading.current_thread() for *_, t in seen)
+        assert not gate.is_set()
+    finally:
+        gate.set()
+        for f in blocked:
+            f.result()
+
+
+def test_a_chunk_held_by_a_worker_is_waited_for(shared_kernels, monkeypatch):
+    """A worker that holds its chunk longer than the caller polls: share returns only
+    once that chunk is done."""
+    monkeypatch.setattr(threads, "SPINS", 10)
+    taken = threading.Event()
+    run, seen = _recorder()
+
+    def slow_worker(a):
+        if threading.current_thread() is threading.main_thread():
+            taken.wait(10)  # let a worker claim first
+        elif not taken.is_set():
+            taken.set()
+            time.sleep(0.2)
+    threads.share(lambda c: run(c, slow_worker), 24, work=30)
+    assert taken.is_set() and _covered(seen, 24)
+    assert any(t is not threading.current_thread() for *_, t in seen)
+
+
+@pytest.mark.parametrize("where", ["worker", "caller"])
+def test_an_error_in_any_thread_is_raised(shared_kernels, where):
+    taken = threading.Event()
+
+    def run(counter):
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            taken.wait(10)  # a worker holds a chunk first
+        a, b = threads.claim(counter, 0)
+        taken.set()
+        if main == (where == "caller"):
+            raise ValueError(f"the {where} failed")
+        while a < b:
+            a, b = threads.claim(counter, b - a)
+    with pytest.raises(ValueError, match=f"the {where} failed"):
+        threads.share(run, 24, work=30)
+
+
+def _share_in_child(queue):
+    run, seen = _recorder()
+    threads.share(run, 9, work=30)
+    queue.put(_covered(seen, 9))
 
 
 def test_a_forked_child_gets_its_own_workers(monkeypatch):
-    """After the parent's worker has run, a forked child's split still completes (a copy
-    of the parent's pool would queue the work for a thread that does not exist there)."""
+    """After the parent's worker has run, a forked child's shared call still completes (a
+    copy of the parent's pool would queue the work for a thread that does not exist
+    there)."""
     monkeypatch.setattr(threads, "CORES", 2)
     monkeypatch.setattr(threads, "GRAIN", 1)
     monkeypatch.setattr(threads, "_POOL", threads.ThreadPoolExecutor(1))
-    threads.split(lambda a, b: None, 9, work=30)  # the parent's one worker exists now
+    threads._POOL.submit(lambda: None).result()  # the parent's one worker exists now
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_split_in_child, args=(queue,))
+    child = ctx.Process(target=_share_in_child, args=(queue,))
     child.start()
     child.join(timeout=60)
     if child.is_alive():
         child.kill()
     assert child.exitcode == 0
-    assert queue.get(timeout=5) == [(0, 4), (4, 9)]
+    assert queue.get(timeout=5) is True
+
+
+def test_counter_layout():
+    np.testing.assert_array_equal(threads.counter(10, 3), [0, 0, 3, 10])
+    np.testing.assert_array_equal(threads.counter(10), [0, 0, 10, 10])
+    np.testing.assert_array_equal(threads.counter(0), [0, 0, 1, 0])
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 17])
-def test_each_runs_every_index_once_in_order_of_results(split_kernels, count):
+def test_each_runs_every_index_once_in_order_of_results(shared_kernels, count):
     seen, lock = [], threading.Lock()
 
     def run(k):
@@ -74,7 +159,7 @@ def test_each_runs_every_index_once_in_order_of_results(split_kernels, count):
     assert sorted(seen) == list(range(count))
 
 
-def test_each_shares_the_indices_between_threads(split_kernels):
+def test_each_shares_the_indices_between_threads(shared_kernels):
     """A slow index on one thread: the others take the rest (dynamic, not a fixed split)."""
     gate = threading.Event()
 
@@ -88,10 +173,55 @@ def test_each_shares_the_indices_between_threads(split_kernels):
     assert gate.is_set() and len(set(who)) > 1 and sum(t is who[0] for t in who) == 1
 
 
-def test_an_error_in_each_is_raised(split_kernels):
+def test_an_error_in_each_is_raised(shared_kernels):
     def run(k):
         if k == 3:
             raise ValueError("index 3 failed")
         return k
     with pytest.raises(ValueError, match="index 3 failed"):
         threads.each(run, 8)
+
+
+def _affinity_after(cpus):
+    """The affinity of a fresh thread after it avoids each CPU of ``cpus`` in turn."""
+    seen = []
+
+    def body():
+        for cpu in cpus:
+            threads._avoid(cpu)
+            seen.append(os.sched_getaffinity(0))
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    return seen
+
+
+@pytest.mark.skipif(threads._getcpu is None, reason="needs sched_getcpu (Linux)")
+def test_a_worker_avoids_its_callers_cpu():
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
+    first, again, none = _affinity_after([cpu, cpu, None])
+    assert first == (allowed - {cpu} or allowed) and again == first and none == first
+    assert os.sched_getaffinity(0) == allowed  # the caller's own affinity is untouched
+    assert 0 <= threads._getcpu() < os.cpu_count()
+
+
+@pytest.mark.skipif(threads._getcpu is None, reason="needs sched_getcpu (Linux)")
+def test_workers_of_a_shared_call_leave_the_caller_its_cpu(shared_kernels, monkeypatch):
+    """Each worker that joins a shared call runs with the caller's CPU outside its affinity
+    (the CPU pinned here: the caller may migrate); the caller keeps its own."""
+    masks, lock = {}, threading.Lock()
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    monkeypatch.setattr(threads, "_getcpu", lambda: cpu)
+
+    def run(counter):
+        with lock:
+            masks[threading.current_thread()] = os.sched_getaffinity(0)
+        a, b = threads.claim(counter, 0)
+        while a < b:
+            time.sleep(0.001)  # long enough for the workers to join
+            a, b = threads.claim(counter, b - a)
+    threads.share(run, 48, work=30)
+    assert masks.pop(threading.current_thread()) == before
+    assert masks and all(m == (before - {cpu} or before) for m in masks.values())

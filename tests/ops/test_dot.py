@@ -54,8 +54,8 @@ def test_dot_matches_numpy(lhs_stype, rhs_stype, ta, tb, dtype, density, monkeyp
 
 @pytest.mark.parametrize("density", DENSITIES)
 @pytest.mark.parametrize("rows", [1, 2, 7])
-def test_csr_dense_split_over_threads(split_kernels, rows, density):
-    """csr . dense runs in blocks of rows on several threads: same result."""
+def test_csr_dense_shared_between_threads(shared_kernels, rows, density):
+    """csr . dense runs in chunks of rows on several threads: same result."""
     x = rand_ndarray((rows, K), "csr", density, "float64")
     w = rand_ndarray((K, N), "default", 1.0, "float64")
     assert_almost_equal(dot(x, w), x.asnumpy() @ w.asnumpy())

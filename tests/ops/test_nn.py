@@ -115,9 +115,9 @@ def test_dot_bias_empty_batch(stype):
     assert y.shape == (0, 2) and y.stype == "default"
 
 
-def test_dot_bias_split_over_threads(split_kernels):
-    """A csr batch big enough to be cut into row blocks per core: each block starts from
-    the bias."""
+def test_dot_bias_shared_between_threads(shared_kernels):
+    """A csr batch shared between threads in chunks of rows: each chunk starts from the
+    bias."""
     x = rand_ndarray((40, 30), "csr", 0.3)
     w, b = rand_ndarray((30, 8)), rand_ndarray((8,))
     assert_almost_equal(_dot_bias(x, w, b), x.asnumpy() @ w.asnumpy() + b.asnumpy())

@@ -175,9 +175,9 @@ def test_matches_reference(case, weight_stype, grad_stype, lazy, wd, clip):
 @pytest.mark.parametrize("weight_stype", ["default", "row_sparse"])
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_float64_matches_reference(case, weight_stype, threads, request):
-    """Lazy float64 updates, also split over 3 threads (however few the rows)."""
+    """Lazy float64 updates, also shared between 3 threads (however few the rows)."""
     if threads > 1:
-        request.getfixturevalue("split_kernels")
+        request.getfixturevalue("shared_kernels")
     opt, weight, state, states, w0, s0, grads = _setup(case, weight_stype, True, np.float64,
                                                        0.1, 0.3)
     for g, rows in zip(grads, STEP_ROWS):
