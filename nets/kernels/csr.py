@@ -28,8 +28,8 @@ def csr_dense(indptr, indices, data, w, out, counter):
     Each output row is a sum of scaled contiguous rows of ``w``. The rows come in chunks
     from ``counter`` (``nets.kernels.threads``: threads share one call).
     """
-    n = w.shape[1]
-    a, b = claim(counter, 0)
+    rows, n = len(indptr) - 1, w.shape[1]
+    a, b = claim(counter, rows, 0)
     while a < b:
         end = indptr[b]
         for i in range(a, b):
@@ -40,7 +40,7 @@ def csr_dense(indptr, indices, data, w, out, counter):
                 v, wr = data[p], w[indices[p]]
                 for j in range(n):
                     o[j] += v * wr[j]
-        a, b = claim(counter, b - a)
+        a, b = claim(counter, rows, b - a)
 
 
 @jit

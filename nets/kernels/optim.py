@@ -4,12 +4,13 @@ Invariants the caller (``nets.optim``) guarantees:
 - every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
   storage; all have one float dtype and so has every float scalar argument (the arithmetic
   runs in the array dtype, as MXNet's kernels do);
-- the updates ``k`` come in chunks from ``counter`` (``nets.kernels.threads``: threads may
-  share one call); update ``k`` touches row ``pos[0, k]`` of the weight, row ``pos[1, k]``
-  of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row that is absent
-  from a sparse gradient points at a zero row appended to its data). An empty ``pos`` (no
-  columns) means row ``k`` of every operand: the dense path builds no index array. A state
-  the optimizer does not use is a ``(0, cols)`` placeholder, never read;
+- the ``count`` updates ``k`` come in chunks from ``counter`` (``nets.kernels.threads``:
+  threads may share one call); update ``k`` touches row ``pos[0, k]`` of the weight, row
+  ``pos[1, k]`` of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row
+  that is absent from a sparse gradient points at a zero row appended to its data). An
+  empty ``pos`` (no columns) means row ``k`` of every operand: the dense path builds no
+  index array. A state the optimizer does not use is a ``(0, cols)`` placeholder, never
+  read;
 - the weight's and each state's line of ``pos`` hold unique rows (a canonical row_sparse
   gradient has unique indices), so the updates are independent (in any order);
 - ``clip = inf`` disables clipping (the optimizer maps ``clip_gradient=None`` to inf).
@@ -69,7 +70,7 @@ def _clip(x, bound):
 
 
 @jit
-def sgd(pos, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
+def sgd(pos, count, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
     """SGD (MXNet ``sgd_update`` / ``sgd_mom_update``)::
 
         step = -lr * (wd * w + clip(rescale * g))
@@ -77,7 +78,7 @@ def sgd(pos, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
         w += step
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, 0)
+    lo, hi = claim(counter, count, 0)
     while lo < hi:
         for k in range(lo, hi):
             _ahead(pos, k, hi, 0, w)
@@ -93,11 +94,11 @@ def sgd(pos, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
             else:
                 for j in range(w.shape[1]):
                     w[r, j] -= lr * (wd * w[r, j] + _clip(g[q, j] * rescale, clip))
-        lo, hi = claim(counter, hi - lo)
+        lo, hi = claim(counter, count, hi - lo)
 
 
 @jit
-def adam(pos, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
+def adam(pos, count, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
          decoupled):
     """Adam (MXNet ``adam_update``; ``lr`` carries the bias correction)::
 
@@ -110,7 +111,7 @@ def adam(pos, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, 
     ``w -= lr * (mean / (sqrt(var) + epsilon) + wd * w)``.
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    lo, hi = claim(counter, 0)
+    lo, hi = claim(counter, count, 0)
     while lo < hi:
         for k in range(lo, hi):
             _ahead(pos, k, hi, 0, w)
@@ -131,11 +132,11 @@ def adam(pos, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, 
                 if decoupled:
                     d += wd * wj
                 w[r, j] = wj - lr * d
-        lo, hi = claim(counter, hi - lo)
+        lo, hi = claim(counter, count, hi - lo)
 
 
 @jit
-def adagrad(pos, counter, w, g, history, lr, wd, epsilon, rescale, clip):
+def adagrad(pos, count, counter, w, g, history, lr, wd, epsilon, rescale, clip):
     """AdaGrad (MXNet ``AdaGrad``)::
 
         x = clip(rescale * g)
@@ -143,7 +144,7 @@ def adagrad(pos, counter, w, g, history, lr, wd, epsilon, rescale, clip):
         w -= lr * (x / sqrt(history + epsilon) + wd * w)
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, 0)
+    lo, hi = claim(counter, count, 0)
     while lo < hi:
         for k in range(lo, hi):
             _ahead(pos, k, hi, 0, w)
@@ -155,12 +156,12 @@ def adagrad(pos, counter, w, g, history, lr, wd, epsilon, rescale, clip):
                 h = _ftz(history[a, j] + x * x, tiny)
                 history[a, j] = h
                 w[r, j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
-        lo, hi = claim(counter, hi - lo)
+        lo, hi = claim(counter, count, hi - lo)
 
 
 @jit
-def rmsprop(pos, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale, clip,
-            clip_weights, centered):
+def rmsprop(pos, count, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale,
+            clip, clip_weights, centered):
     """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::
 
         x = clip(rescale * g + wd * w)
@@ -172,7 +173,7 @@ def rmsprop(pos, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, r
         w = clip(w, clip_weights)
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    lo, hi = claim(counter, 0)
+    lo, hi = claim(counter, count, 0)
     while lo < hi:
         for k in range(lo, hi):
             _ahead(pos, k, hi, 0, w)
@@ -197,11 +198,11 @@ def rmsprop(pos, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, r
                 else:
                     wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
                 w[r, j] = _clip(wj, clip_weights)
-        lo, hi = claim(counter, hi - lo)
+        lo, hi = claim(counter, count, hi - lo)
 
 
 @jit
-def ftrl(pos, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+def ftrl(pos, count, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
     """FTRL-proximal (MXNet ``ftrl_update``)::
 
         x = clip(rescale * g)
@@ -210,7 +211,7 @@ def ftrl(pos, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
         w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  if |z| > lamda1  else 0
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, 0)
+    lo, hi = claim(counter, count, 0)
     while lo < hi:
         for k in range(lo, hi):
             _ahead(pos, k, hi, 0, w)
@@ -228,7 +229,7 @@ def ftrl(pos, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
                 sign = lamda1 if zj > 0 else -lamda1
                 shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
                 w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
-        lo, hi = claim(counter, hi - lo)
+        lo, hi = claim(counter, count, hi - lo)
 
 
 @jit

@@ -52,36 +52,42 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_pool)
 
 
-def counter(count, chunk=None, workers=0):
-    """A fresh counter for ``claim``: ``[0, count)`` in chunks of ``chunk`` (all of it in one
-    chunk by default): ``[next start, items done, chunk, count]``, then one state per worker
-    thread of ``share`` (0 not started, 1 inside the call, 2 back)."""
-    return np.array([0, 0, max(chunk or count, 1), count] + [0] * workers, np.int64)
+WHOLE = np.zeros(0, np.int64)  # the counter of a call that takes its whole range (never written)
+
+
+def counter(chunk, workers=0):
+    """A fresh counter for a call that threads share, handing out chunks of ``chunk`` items:
+    ``[next start, items done, chunk]``, then one state per worker thread of ``share`` (0
+    not started, 1 inside the call, 2 back)."""
+    return np.array([0, 0, chunk] + [0] * workers, np.int64)
 
 
 @jit
-def claim(counter, finished):
+def claim(counter, count, finished):
     """Report ``finished`` items (the caller's last chunk) done and take the next chunk ``(a,
-    b)`` of the counter's range; empty (``a >= b``) when none is left. A kernel loops::
+    b)`` of ``[0, count)``; empty (``a >= b``) when none is left. ``WHOLE`` hands out the
+    whole range as one chunk. A kernel loops::
 
-        a, b = claim(counter, 0)
+        a, b = claim(counter, count, 0)
         while a < b:
             ...                   # items a .. b-1
-            a, b = claim(counter, b - a)
+            a, b = claim(counter, count, b - a)
     """
+    if not len(counter):
+        return (count, count) if finished else (0, count)
     if finished:
         fetch_add(counter, 1, finished)
     a = fetch_add(counter, 0, counter[2])
-    return a, min(a + counter[2], counter[3])
+    return a, min(a + counter[2], count)
 
 
 @jit
-def _settled(counter, spins):
-    """Whether every item is done and every worker that started is back, polled up to
-    ``spins`` times."""
+def _settled(counter, count, spins):
+    """Whether all ``count`` items are done and every worker that started is back, polled up
+    to ``spins`` times."""
     for _ in range(spins):
-        settled = load_acquire(counter, 1) >= counter[3]
-        for i in range(4, len(counter)):
+        settled = load_acquire(counter, 1) >= count
+        for i in range(3, len(counter)):
             settled &= load_acquire(counter, i) != 1
         if settled:
             return True
@@ -121,13 +127,13 @@ def share(run, count, work):
     the work is done is not waited for: it finds nothing left."""
     parts = min(CORES, count, work // GRAIN)
     if parts <= 1:
-        run(counter(count))
+        run(WHOLE)
         return
-    shared = counter(count, -(-count // (CHUNKS * parts)), parts - 1)
+    shared = counter(-(-count // (CHUNKS * parts)), parts - 1)
     cpu = _getcpu() if _getcpu else None
-    futures = [_POOL.submit(_worker, run, shared, 4 + i, cpu) for i in range(parts - 1)]
+    futures = [_POOL.submit(_worker, run, shared, 3 + i, cpu) for i in range(parts - 1)]
     run(shared)
-    if not _settled(shared, SPINS):  # a worker is held up: sleep on it (and get its errors)
+    if not _settled(shared, count, SPINS):  # a worker is held up: sleep on it (and get its errors)
         for f in futures:
             f.result()
 

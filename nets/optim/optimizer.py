@@ -524,21 +524,23 @@ class _RowPlan:
         return _view2d(a._np, what) if a.stype == "default" else _storage2d(a)
 
     def run(self, kernel, floats, *flags):
-        """``kernel(pos, counter, *arrays, *floats, *flags)`` over every update, ``floats``
-        (the learning rate first) cast to the dtype. A lazy update waits on memory latency
-        (scattered rows), so the cores share a large one: each keeps its own rows in flight.
-        A dense pass streams memory at the bandwidth one core already gets: one call."""
+        """``kernel(pos, count, counter, *arrays, *floats, *flags)`` over the updates,
+        ``floats`` (the learning rate first) cast to the dtype. A lazy update waits on memory
+        latency (scattered rows), so the cores share a large one: each keeps its own rows in
+        flight. A dense pass streams memory at the bandwidth one core already gets: one
+        call."""
         dtype = self.dtype
         try:
             rest = _typed(floats[1:], dtype)
         except TypeError:  # an unhashable rate (a 0-d array): converted, not cached
             rest = tuple(np.array(floats[1:], dtype))
-        pos, args = self.pos, (*self.arrays, dtype.type(floats[0]), *rest, *flags)
+        pos, count = self.pos, self.count
+        args = (*self.arrays, dtype.type(floats[0]), *rest, *flags)
         if not pos.shape[1]:
-            kernel(pos, kernels.threads.counter(self.count), *args)
+            kernel(pos, count, kernels.threads.WHOLE, *args)
             return
-        kernels.threads.share(lambda counter: kernel(pos, counter, *args), self.count,
-                              self.count * self.arrays[0].shape[1])
+        kernels.threads.share(lambda counter: kernel(pos, count, counter, *args), count,
+                              count * self.arrays[0].shape[1])
 
     def _weight_positions(self):
         line = self.weight_rows

@@ -36,8 +36,7 @@ def _csr_dense(parts, w, counter=None):
     chunk, by default)."""
     indptr, indices, data = parts
     out = np.zeros((len(indptr) - 1, w.shape[1]), w.dtype)
-    kernels.csr_dense(indptr, indices, data, w, out,
-                      threads.counter(len(out)) if counter is None else counter)
+    kernels.csr_dense(indptr, indices, data, w, out, threads.WHOLE if counter is None else counter)
     return out
 
 
@@ -84,7 +83,7 @@ def test_csr_dense_takes_the_chunks_left(chunk, start):
     chunks of ``chunk``: those rows, the others untouched; every item reported done."""
     x = _case("sparse")
     w = np.random.default_rng(2).normal(size=(x.shape[1], 3))
-    counter = threads.counter(len(x), chunk)
+    counter = threads.counter(chunk)
     counter[0] = start
     expected = x @ w
     expected[:start] = 0

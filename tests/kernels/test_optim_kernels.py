@@ -13,9 +13,10 @@ R, C = 5, 3
 NO_CLIP = F(np.inf)
 
 
-def _range(start, stop, chunk=2):
-    """A counter handing out updates ``start:stop`` in chunks of ``chunk``."""
-    counter = threads.counter(stop, chunk)
+def _from(start, chunk=2):
+    """A counter handing out the updates from ``start`` on in chunks of ``chunk`` (as if
+    other threads had taken the first ones)."""
+    counter = threads.counter(chunk)
     counter[0] = start
     return counter
 
@@ -54,7 +55,7 @@ def test_sgd_rows(rows, grows):
     grows = list(range(R)) if dense else grows
     ew, em = _expected_sgd(w, g, mom, rows, grows, 0.1, 0.01, 0.9)
     pos = np.empty((3, 0), np.int64) if dense else _pos(rows, grows, 1)
-    K.sgd(pos, _range(0, len(rows)), w, g, mom, F(0.1), F(0.01), F(0.9), F(1), NO_CLIP, True)
+    K.sgd(pos, len(rows), threads.WHOLE, w, g, mom, F(0.1), F(0.01), F(0.9), F(1), NO_CLIP, True)
     np.testing.assert_allclose(w, ew, rtol=1e-5)
     np.testing.assert_allclose(mom, em, rtol=1e-5)
 
@@ -63,10 +64,10 @@ def test_sgd_without_momentum_never_reads_placeholder():
     w, g, _ = _arrays(0, np.random.default_rng(1))
     expected = w - 0.5 * np.clip(g[:R], -0.2, 0.2)
     placeholder = np.empty((0, C), F)
-    K.sgd(_pos([R - 1], [R - 1], 1) * [[1], [1], [0]], _range(0, 1), w, g, placeholder, F(0.5),
+    K.sgd(_pos([R - 1], [R - 1], 1) * [[1], [1], [0]], 1, _from(0), w, g, placeholder, F(0.5),
           F(0), F(0), F(1), F(0.2), False)
     np.testing.assert_allclose(w[R - 1], expected[R - 1], rtol=1e-6)
-    K.sgd(np.empty((3, 0), np.int64), _range(0, R), w, g, placeholder, F(0), F(0), F(0), F(1),
+    K.sgd(np.empty((3, 0), np.int64), R, _from(0), w, g, placeholder, F(0), F(0), F(0), F(1),
           NO_CLIP, False)
 
 
@@ -83,7 +84,7 @@ def test_adam_rows(rows, grows, decoupled):
         ev[r] = 0.99 * ev[r] + 0.01 * x * x
         ew[r] -= 0.01 * (em[r] / (np.sqrt(ev[r]) + 1e-8) + (0.1 * ew[r] if decoupled else 0))
     pos = np.empty((4, 0), np.int64) if dense else _pos(rows, grows, 2)
-    K.adam(pos, _range(0, len(rows)), w, g, m, v, F(0.01), F(0.9), F(0.99), F(1e-8), F(0.1), F(1),
+    K.adam(pos, len(rows), _from(0), w, g, m, v, F(0.01), F(0.9), F(0.99), F(1e-8), F(0.1), F(1),
            NO_CLIP, decoupled)
     for got, exp in ((w, ew), (m, em), (v, ev)):
         np.testing.assert_allclose(got, exp, rtol=1e-5)
@@ -104,7 +105,7 @@ def test_adagrad_ftrl_rmsprop_touch_listed_rows_only(rows, grows):
         before = [a.copy() for a in [w] + states]
         arrays = states + [np.empty((0, C), F)] * (3 - n_states if kernel is K.rmsprop else 0)
         pos = _pos(rows, grows, len(arrays))
-        kernel(pos, _range(0, len(rows)), w, g, *arrays, *scalars)
+        kernel(pos, len(rows), _from(0), w, g, *arrays, *scalars)
         untouched = [r for r in range(R) if r not in rows]
         for a, b in zip([w] + states, before):
             assert np.array_equal(a[untouched], b[untouched])
@@ -119,7 +120,7 @@ def test_ftrl_and_rmsprop_formulas_on_every_row():
     ez = z + x - (np.sqrt(n + x * x) - np.sqrt(n)) * w / 0.1
     en = n + x * x
     ew = np.where(np.abs(ez) > 0.5, (np.sign(ez) * 0.5 - ez) / ((1 + np.sqrt(en)) / 0.1 + 0.2), 0)
-    K.ftrl(np.empty((4, 0), np.int64), _range(0, R), w, g, z, n, F(0.1), F(0.5), F(1), F(0.2), F(1),
+    K.ftrl(np.empty((4, 0), np.int64), R, _from(0), w, g, z, n, F(0.1), F(0.5), F(1), F(0.2), F(1),
            NO_CLIP)
     for got, exp in ((w, ew), (z, ez), (n, en)):
         np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-7)
@@ -128,36 +129,38 @@ def test_ftrl_and_rmsprop_formulas_on_every_row():
     en1 = 0.1 * xn * xn + 0.9 * n1
     ew = np.clip(w - 0.1 * xn / np.sqrt(en1 + 1e-8), -0.3, 0.3)
     empty = np.empty((0, C), F)
-    K.rmsprop(np.empty((5, 0), np.int64), _range(0, R), w, g, n1, empty, empty, F(0.1), F(0.9),
+    K.rmsprop(np.empty((5, 0), np.int64), R, threads.WHOLE, w, g, n1, empty, empty, F(0.1), F(0.9),
               F(0.9), F(1e-8), F(0.01), F(1), NO_CLIP, F(0.3), False)
     np.testing.assert_allclose(w, ew, rtol=1e-5)
     np.testing.assert_allclose(n1, en1, rtol=1e-5)
 
 
-def test_a_range_of_updates_touches_only_its_rows():
-    """A counter's ``start:stop`` runs those updates only (how threads share a lazy step)."""
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4])
+@pytest.mark.parametrize("start", [0, 1, 3, 4])
+def test_the_updates_left_by_other_threads(start, chunk):
+    """A counter whose first ``start`` updates other threads took: exactly the others run,
+    in any chunk size (how threads share a lazy step); ``WHOLE`` runs them all."""
     w, g, (m, v) = _arrays(2, np.random.default_rng(5))
     rows = [4, 0, 2, 3]
     pos = _pos(rows, [0, 1, 2, 3], 2)
     args = (F(0.01), F(0.9), F(0.99), F(1e-8), F(0), F(1), NO_CLIP, False)
     whole = [a.copy() for a in (w, m, v)]
-    K.adam(pos, _range(0, 4), *whole[:1], g, *whole[1:], *args)
+    K.adam(pos, 4, threads.WHOLE, *whole[:1], g, *whole[1:], *args)
     before = [a.copy() for a in (w, m, v)]
-    K.adam(pos, _range(1, 3), w, g, m, v, *args)
+    counter = _from(start, chunk)
+    K.adam(pos, 4, counter, w, g, m, v, *args)
+    assert counter[1] == len(rows) - start
+    mine, others = rows[start:], rows[:start] + [1]  # row 1 is never updated
     for got, full, old in zip((w, m, v), whole, before):
-        np.testing.assert_array_equal(got[[0, 2]], full[[0, 2]])
-        np.testing.assert_array_equal(got[[1, 3, 4]], old[[1, 3, 4]])
-    K.adam(pos, _range(0, 1), w, g, m, v, *args)
-    K.adam(pos, _range(3, 4), w, g, m, v, *args)
-    for got, full in zip((w, m, v), whole):
-        np.testing.assert_array_equal(got, full)
+        np.testing.assert_array_equal(got[mine], full[mine])
+        np.testing.assert_array_equal(got[others], old[others])
 
 
 def test_denormal_flush_and_nan_passthrough():
     w = np.zeros((2, C), F)
     g = np.zeros((2, C), F)
     mom = np.array([[1e-35] * C, [np.nan] * C], F)
-    K.sgd(np.empty((3, 0), np.int64), _range(0, 2), w, g, mom, F(0.1), F(0), F(0.9), F(1), NO_CLIP,
+    K.sgd(np.empty((3, 0), np.int64), 2, _from(0), w, g, mom, F(0.1), F(0), F(0.9), F(1), NO_CLIP,
           True)
     assert np.array_equal(mom[0], np.zeros(C))
     assert np.all(np.isnan(mom[1]))

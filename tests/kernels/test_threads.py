@@ -14,19 +14,19 @@ import pytest
 from nets.kernels import threads
 
 
-def _recorder():
-    """A ``run(counter)`` that claims chunks until none are left, recording ``(a, b, thread)``
-    per chunk, and the list it records into."""
+def _recorder(count):
+    """A ``run(counter)`` that claims chunks of ``[0, count)`` until none are left, recording
+    ``(a, b, thread)`` per chunk, and the list it records into."""
     seen, lock = [], threading.Lock()
 
     def run(counter, before_chunk=None):
-        a, b = threads.claim(counter, 0)
+        a, b = threads.claim(counter, count, 0)
         while a < b:
             if before_chunk:
                 before_chunk(a)
             with lock:
                 seen.append((a, b, threading.current_thread()))
-            a, b = threads.claim(counter, b - a)
+            a, b = threads.claim(counter, count, b - a)
     return run, seen
 
 
@@ -38,18 +38,20 @@ def _covered(seen, count):
 @pytest.mark.parametrize("chunk", [None, 1, 3, 4, 10])
 @pytest.mark.parametrize("count", [0, 1, 7, 10])
 def test_claim_hands_out_chunks_in_order(count, chunk):
-    run, seen = _recorder()
-    counter = threads.counter(count, chunk)
+    run, seen = _recorder(count)
+    counter = threads.WHOLE if chunk is None else threads.counter(chunk)
     run(counter)
     size = chunk or count
     assert [(a, b) for a, b, _ in seen] == [(a, min(a + size, count))
                                             for a in range(0, count, max(size, 1))]
-    assert counter[1] == count  # every item reported done
+    if chunk:
+        assert counter[1] == count  # every item reported done
+    assert not len(threads.WHOLE)
 
 
 @pytest.mark.parametrize("count", [1, 3, 10, 1001])
 def test_share_covers_the_range_once(shared_kernels, count):
-    run, seen = _recorder()
+    run, seen = _recorder(count)
     threads.share(run, count, work=30)
     assert _covered(seen, count)
     assert all(b - a <= -(-count // 24) for a, b, _ in seen)  # 8 chunks per thread, 3 threads
@@ -58,7 +60,7 @@ def test_share_covers_the_range_once(shared_kernels, count):
 @pytest.mark.parametrize("count, work", [(10, 0), (10, 1), (0, 30), (1, 30)])
 def test_small_work_is_one_call_in_the_caller(shared_kernels, count, work):
     # GRAIN is 1 under shared_kernels: work 1 is one thread's worth, so one call
-    run, seen = _recorder()
+    run, seen = _recorder(count)
     threads.share(run, count, work)
     assert [(a, b) for a, b, _ in seen] == ([(0, count)] if count else [])
     assert all(t is threading.current_thread() for *_, t in seen)
@@ -69,7 +71,7 @@ def test_the_caller_does_not_wait_for_a_late_worker(shared_kernels):
     gate = threading.Event()
     blocked = [threads._POOL.submit(gate.wait, 10) for _ in range(2)]
     try:
-        run, seen = _recorder()
+        run, seen = _recorder(50)
         threads.share(run, 50, work=30)
         assert _covered(seen, 50)
         assert all(t is threading.current_thread() for *_, t in seen)
@@ -85,7 +87,7 @@ def test_a_chunk_held_by_a_worker_is_waited_for(shared_kernels, monkeypatch):
     once that chunk is done."""
     monkeypatch.setattr(threads, "SPINS", 10)
     taken = threading.Event()
-    run, seen = _recorder()
+    run, seen = _recorder(24)
 
     def slow_worker(a):
         if threading.current_thread() is threading.main_thread():
@@ -106,18 +108,18 @@ def test_an_error_in_any_thread_is_raised(shared_kernels, where):
         main = threading.current_thread() is threading.main_thread()
         if main:
             taken.wait(10)  # a worker holds a chunk first
-        a, b = threads.claim(counter, 0)
+        a, b = threads.claim(counter, 24, 0)
         taken.set()
         if main == (where == "caller"):
             raise ValueError(f"the {where} failed")
         while a < b:
-            a, b = threads.claim(counter, b - a)
+            a, b = threads.claim(counter, 24, b - a)
     with pytest.raises(ValueError, match=f"the {where} failed"):
         threads.share(run, 24, work=30)
 
 
 def _share_in_child(queue):
-    run, seen = _recorder()
+    run, seen = _recorder(9)
     threads.share(run, 9, work=30)
     queue.put(_covered(seen, 9))
 
@@ -142,9 +144,8 @@ def test_a_forked_child_gets_its_own_workers(monkeypatch):
 
 
 def test_counter_layout():
-    np.testing.assert_array_equal(threads.counter(10, 3), [0, 0, 3, 10])
-    np.testing.assert_array_equal(threads.counter(10), [0, 0, 10, 10])
-    np.testing.assert_array_equal(threads.counter(0), [0, 0, 1, 0])
+    np.testing.assert_array_equal(threads.counter(3), [0, 0, 3])
+    np.testing.assert_array_equal(threads.counter(3, workers=2), [0, 0, 3, 0, 0])
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 17])
@@ -218,10 +219,10 @@ def test_workers_of_a_shared_call_leave_the_caller_its_cpu(shared_kernels, monke
     def run(counter):
         with lock:
             masks[threading.current_thread()] = os.sched_getaffinity(0)
-        a, b = threads.claim(counter, 0)
+        a, b = threads.claim(counter, 48, 0)
         while a < b:
             time.sleep(0.001)  # long enough for the workers to join
-            a, b = threads.claim(counter, b - a)
+            a, b = threads.claim(counter, 48, b - a)
     threads.share(run, 48, work=30)
     assert masks.pop(threading.current_thread()) == before
     assert masks and all(m == (before - {cpu} or before) for m in masks.values())
