@@ -8,7 +8,7 @@ taken simply waits for it.
 
 ``share`` runs one call on every core, the threads taking chunks of its range from a shared
 counter (``claim``) as they go. The calling thread starts at once and a worker joins when it
-wakes: a sleeping thread takes ~40 us to wake on this VM, so a fixed split into halves made
+wakes: a sleeping thread takes ~45-70 us to wake on this VM, so a fixed split into halves made
 the caller wait for the worker's late half, then wait again to be woken itself (~90 us of a
 0.24 ms product). The caller polls the counter for the chunks still running elsewhere
 instead of sleeping on them, and each worker keeps off the caller's CPU (``_avoid``).
@@ -102,12 +102,16 @@ def _avoid(cpu):
     product took 0.40-0.44 ms instead of 0.29-0.31 (benchmarks/README.md)."""
     if cpu is None or getattr(_local, "avoided", None) == cpu:
         return
-    allowed = os.sched_getaffinity(os.getpid())  # the process's (main thread's) CPUs
-    os.sched_setaffinity(0, allowed - {cpu} or allowed)
     _local.avoided = cpu
+    try:
+        allowed = os.sched_getaffinity(os.getpid())  # the process's (main thread's) CPUs
+        os.sched_setaffinity(0, allowed - {cpu} or allowed)
+    except OSError:  # a hint only: a sandbox that refuses it leaves the worker where it is
+        pass
 
 
 def _worker(run, shared, i, caller_cpu):
+    """A worker's part of ``share``: ``run(shared)`` with its state ``shared[i]`` kept."""
     _avoid(caller_cpu)
     shared[i] = 1  # one writer per state: the worker's own
     try:

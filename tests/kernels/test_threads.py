@@ -226,3 +226,12 @@ def test_workers_of_a_shared_call_leave_the_caller_its_cpu(shared_kernels, monke
     threads.share(run, 48, work=30)
     assert masks.pop(threading.current_thread()) == before
     assert masks and all(m == (before - {cpu} or before) for m in masks.values())
+
+
+def test_a_refused_affinity_is_only_a_lost_hint(monkeypatch):
+    """Steering is a hint: where the system refuses it, the worker runs on as it was."""
+    def refuse(pid, mask):
+        raise PermissionError("not allowed here")
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    before = os.sched_getaffinity(0)
+    assert _affinity_after([0, 0]) == [before, before]
