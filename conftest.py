@@ -21,9 +21,11 @@ def shared_kernels(monkeypatch):
     however small its work (so chunk boundaries are tested on small inputs, on any
     machine)."""
     from nets.kernels import threads
-    pool = threads.ThreadPoolExecutor(2)
+    pool, crew = threads.ThreadPoolExecutor(2), threads._Crew(2)
     monkeypatch.setattr(threads, "CORES", 3)
     monkeypatch.setattr(threads, "GRAIN", 1)
     monkeypatch.setattr(threads, "_POOL", pool)
+    monkeypatch.setattr(threads, "_CREW", crew)
     yield
     pool.shutdown()
+    crew.close()

@@ -1,8 +1,9 @@
 """The one way kernels are compiled (lazily, cached on disk, GIL released), and the
 intrinsics kernels use: ``prefetch_row`` to hide memory latency, ``popcount`` to rank ids
-in a bitmap, ``fetch_add`` and ``load_acquire`` for threads that share one call's work
-(``nets.kernels.threads``)."""
+in a bitmap, ``fetch_add``, ``compare_exchange``, ``load_acquire``, ``store_release`` and
+``pause`` for threads that share one call's work (``nets.kernels.threads``)."""
 import os
+import platform
 
 import numba
 from llvmlite import ir
@@ -108,10 +109,33 @@ def fetch_add(a, i, v):
     return old
 
 
+def compare_exchange(a, i, expected, v):
+    """Set ``a[i]`` (int64) to ``v`` if it holds ``expected``; whether it did (compiled: one
+    atomic compare-and-swap, sequentially consistent)."""
+    if a[i] != expected:
+        return False
+    a[i] = v
+    return True
+
+
 def load_acquire(a, i):
     """``a[i]`` (int64), read anew on every call (compiled: an atomic load, which the
     compiler cannot hoist out of a polling loop)."""
     return int(a[i])
+
+
+def store_release(a, i, v):
+    """``a[i] = v`` (int64; compiled: an atomic store that makes every write before it
+    visible to a thread that reads ``v`` with ``load_acquire``)."""
+    a[i] = v
+
+
+def pause():
+    """Tell the CPU this thread is polling (compiled: x86's ``pause``, which frees the
+    core's resources for a hyper-thread sibling and saves power; nothing elsewhere)."""
+
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 
 def _int64_element(context, builder, sig, args):
@@ -120,14 +144,15 @@ def _int64_element(context, builder, sig, args):
     return cgutils.get_item_pointer(context, builder, sig.args[0], arr, [index])
 
 
-def _is_int64_array(a):
-    return isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1
+def _int64_element_args(a, i, *values):
+    """Whether ``a`` is a 1-D int64 array and the index and values integers."""
+    return (isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1
+            and all(isinstance(x, types.Integer) for x in (i, *values)))
 
 
 @intrinsic
 def _fetch_add(typingctx, a, i, v):
-    if not (_is_int64_array(a) and isinstance(i, types.Integer)
-            and isinstance(v, types.Integer)):
+    if not _int64_element_args(a, i, v):
         return None
 
     def codegen(context, builder, sig, args):
@@ -138,8 +163,22 @@ def _fetch_add(typingctx, a, i, v):
 
 
 @intrinsic
+def _compare_exchange(typingctx, a, i, expected, v):
+    if not _int64_element_args(a, i, expected, v):
+        return None
+
+    def codegen(context, builder, sig, args):
+        old, new = (context.cast(builder, x, t, types.int64)
+                    for x, t in zip(args[2:], sig.args[2:]))
+        pair = builder.cmpxchg(_int64_element(context, builder, sig, args), old, new,
+                               "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return types.boolean(a, i, expected, v), codegen
+
+
+@intrinsic
 def _load_acquire(typingctx, a, i):
-    if not (_is_int64_array(a) and isinstance(i, types.Integer)):
+    if not _int64_element_args(a, i):
         return None
 
     def codegen(context, builder, sig, args):
@@ -147,11 +186,49 @@ def _load_acquire(typingctx, a, i):
     return types.int64(a, i), codegen
 
 
+@intrinsic
+def _store_release(typingctx, a, i, v):
+    if not _int64_element_args(a, i, v):
+        return None
+
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[2], sig.args[2], types.int64)
+        builder.store_atomic(value, _int64_element(context, builder, sig, args), "release", 8)
+        return context.get_dummy_value()
+    return types.void(a, i, v), codegen
+
+
+@intrinsic
+def _pause(typingctx):
+    def codegen(context, builder, sig, args):
+        if _X86:
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
 @overload(fetch_add)
 def _(a, i, v):
     return lambda a, i, v: _fetch_add(a, i, v)
 
 
+@overload(compare_exchange)
+def _(a, i, expected, v):
+    return lambda a, i, expected, v: _compare_exchange(a, i, expected, v)
+
+
 @overload(load_acquire)
 def _(a, i):
     return lambda a, i: _load_acquire(a, i)
+
+
+@overload(store_release)
+def _(a, i, v):
+    return lambda a, i, v: _store_release(a, i, v)
+
+
+@overload(pause)
+def _():
+    return lambda: _pause()

@@ -67,10 +67,21 @@ def test_small_work_is_one_call_in_the_caller(shared_kernels, count, work):
 
 
 def test_the_caller_does_not_wait_for_a_late_worker(shared_kernels):
-    """Both workers busy elsewhere: the caller takes every chunk and returns."""
-    gate = threading.Event()
-    blocked = [threads._POOL.submit(gate.wait, 10) for _ in range(2)]
+    """Both workers busy inside another thread's call: the caller takes every chunk and
+    returns."""
+    gate, inside = threading.Event(), threading.Semaphore(0)
+
+    def busy(counter):  # held inside until the gate opens, by each thread that joins
+        a, b = threads.claim(counter, 1000, 0)
+        if threading.current_thread().name.startswith("nets-kernel"):
+            inside.release()
+        gate.wait(10)
+        while a < b:
+            a, b = threads.claim(counter, 1000, b - a)
+    other = threading.Thread(target=threads.share, args=(busy, 1000, 30))
+    other.start()
     try:
+        assert inside.acquire(timeout=10) and inside.acquire(timeout=10)
         run, seen = _recorder(50)
         threads.share(run, 50, work=30)
         assert _covered(seen, 50)
@@ -78,26 +89,14 @@ def test_the_caller_does_not_wait_for_a_late_worker(shared_kernels):
         assert not gate.is_set()
     finally:
         gate.set()
-        for f in blocked:
-            f.result()
+        other.join()
 
 
 def test_a_chunk_held_by_a_worker_is_waited_for(shared_kernels, monkeypatch):
     """A worker that holds its chunk longer than the caller polls: share returns only
     once that chunk is done."""
-    monkeypatch.setattr(threads, "SPINS", 10)
-    taken = threading.Event()
-    run, seen = _recorder(24)
-
-    def slow_worker(a):
-        if threading.current_thread() is threading.main_thread():
-            taken.wait(10)  # let a worker claim first
-        elif not taken.is_set():
-            taken.set()
-            time.sleep(0.2)
-    threads.share(lambda c: run(c, slow_worker), 24, work=30)
-    assert taken.is_set() and _covered(seen, 24)
-    assert any(t is not threading.current_thread() for *_, t in seen)
+    monkeypatch.setattr(threads, "SETTLE", 1e-6)
+    assert len(_joined_call(hold=0.2)) > 1
 
 
 @pytest.mark.parametrize("where", ["worker", "caller"])
@@ -106,9 +105,9 @@ def test_an_error_in_any_thread_is_raised(shared_kernels, where):
 
     def run(counter):
         main = threading.current_thread() is threading.main_thread()
-        if main:
-            taken.wait(10)  # a worker holds a chunk first
         a, b = threads.claim(counter, 24, 0)
+        if main:
+            taken.wait(10)  # until a worker holds a chunk too
         taken.set()
         if main == (where == "caller"):
             raise ValueError(f"the {where} failed")
@@ -121,17 +120,22 @@ def test_an_error_in_any_thread_is_raised(shared_kernels, where):
 def _share_in_child(queue):
     run, seen = _recorder(9)
     threads.share(run, 9, work=30)
-    queue.put(_covered(seen, 9))
+    queue.put(_covered(seen, 9) and threads.each(lambda k: k, 3) == [0, 1, 2])
 
 
 def test_a_forked_child_gets_its_own_workers(monkeypatch):
     """After the parent's worker has run, a forked child's shared call still completes (a
-    copy of the parent's pool would queue the work for a thread that does not exist
-    there)."""
+    copy of the parent's workers would be announced calls by a thread that does not exist
+    there, and its pool would queue work for one)."""
     monkeypatch.setattr(threads, "CORES", 2)
     monkeypatch.setattr(threads, "GRAIN", 1)
+    crew = threads._Crew(1)
+    monkeypatch.setattr(threads, "_CREW", crew)
     monkeypatch.setattr(threads, "_POOL", threads.ThreadPoolExecutor(1))
-    threads._POOL.submit(lambda: None).result()  # the parent's one worker exists now
+    threads._POOL.submit(lambda: None).result()  # the parent's pool thread exists now
+    run, seen = _recorder(9)
+    threads.share(run, 9, work=30)  # and its worker of share
+    assert crew.threads[0].is_alive()
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_share_in_child, args=(queue,))
@@ -139,6 +143,7 @@ def test_a_forked_child_gets_its_own_workers(monkeypatch):
     child.join(timeout=60)
     if child.is_alive():
         child.kill()
+    crew.close()
     assert child.exitcode == 0
     assert queue.get(timeout=5) is True
 
@@ -235,3 +240,170 @@ def test_a_refused_affinity_is_only_a_lost_hint(monkeypatch):
     monkeypatch.setattr(os, "sched_setaffinity", refuse)
     before = os.sched_getaffinity(0)
     assert _affinity_after([0, 0]) == [before, before]
+
+
+def _joined_call(count=24, hold=0.0, late_return=0.0):
+    """A shared call whose caller, after its first chunk, waits for a worker to take one;
+    that worker holds its first chunk ``hold`` seconds, and returns ``late_return`` seconds
+    after its last. Returns the threads that took chunks."""
+    taken = threading.Event()
+    run, seen = _recorder(count)
+
+    def before_chunk(a):
+        if threading.current_thread() is threading.main_thread():
+            taken.wait(10)
+        elif not taken.is_set():
+            taken.set()
+            time.sleep(hold)
+
+    def body(counter):
+        run(counter, before_chunk)
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(late_return)
+    threads.share(body, count, work=30)
+    assert taken.is_set() and _covered(seen, count)
+    return {t for *_, t in seen}
+
+
+@pytest.fixture
+def one_worker(monkeypatch):
+    """A crew of one worker of its own (2 cores, any work shared); yields the crew."""
+    monkeypatch.setattr(threads, "CORES", 2)
+    monkeypatch.setattr(threads, "GRAIN", 1)
+    crew = threads._Crew(1)
+    monkeypatch.setattr(threads, "_CREW", crew)
+    yield crew
+    crew.close()
+    assert not crew.threads[0].is_alive()
+
+
+def _wait_for(condition, seconds=10):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_a_sleeping_worker_wakes_for_the_next_call(one_worker, monkeypatch):
+    monkeypatch.setattr(threads, "LINGER", 1e-5)  # it sleeps as good as at once
+    assert len(_joined_call()) == 2
+    _wait_for(lambda: one_worker.sleepers == 1)
+    assert len(_joined_call()) == 2  # woken by the call
+    assert one_worker.threads[0] in _joined_call()
+
+
+def test_a_worker_polls_between_calls(one_worker, monkeypatch):
+    monkeypatch.setattr(threads, "LINGER", 60.0)
+    for _ in range(3):
+        assert len(_joined_call()) == 2
+        time.sleep(0.02)
+        assert one_worker.sleepers == 0  # never asleep: no call had to wake it
+
+
+def test_a_call_that_never_begins_lets_the_worker_sleep(one_worker, monkeypatch):
+    """A caller that fails before its first claim: the worker gives the call up after its
+    polls (it does not poll for it until the next call)."""
+    monkeypatch.setattr(threads, "LINGER", 1e-3)
+
+    def fail(counter):
+        raise ValueError("failed before claiming")
+    _joined_call()
+    with pytest.raises(ValueError, match="before claiming"):
+        threads.share(fail, 24, work=30)
+    _wait_for(lambda: one_worker.sleepers == 1)
+    assert one_worker.calls == [None] * threads.SLOTS  # let go of, with what runs hold
+    assert len(_joined_call()) == 2
+
+
+def test_counters_are_reused_in_turn_skipping_those_in_use(one_worker):
+    for _ in range(2 * threads.SLOTS + 5):
+        run, seen = _recorder(30)
+        threads.share(run, 30, work=30)
+        assert _covered(seen, 30)
+    crew = one_worker
+    turn = crew.turn
+    crew.counters[turn, 3] = threads._IN  # a worker still inside the call of this one
+    crew.busy.add((turn + 1) % threads.SLOTS)  # and a caller still inside this one's
+    call, row = crew.post(lambda counter: None, 10, 1)
+    assert call.slot == (turn + 2) % threads.SLOTS and crew.calls[call.slot] is call
+    assert np.shares_memory(row, crew.counters[call.slot])
+    assert list(row) == [0, 0, 1, call.number * 4 + threads._OUT]
+    crew.done(call)
+    assert crew.calls[call.slot] is None
+    crew.counters[turn, 3] = threads._BACK
+    crew.busy.clear()
+
+
+def test_a_call_runs_whole_when_every_counter_is_in_use(one_worker):
+    one_worker.busy.update(range(threads.SLOTS))
+    run, seen = _recorder(30)
+    threads.share(run, 30, work=30)
+    assert [(a, b) for a, b, _ in seen] == [(0, 30)]
+    assert one_worker.busy == set(range(threads.SLOTS))
+    one_worker.busy.clear()
+
+
+def test_await_between_calls():
+    """``_await`` (compiled): marks the worker back, then joins only a call that began with
+    chunks left, and only if the counter is still that call's."""
+    bell, counters = np.zeros(4, np.int64), np.zeros((2, 4), np.int64)
+    counters[1, 3] = 3 * 4 + threads._IN  # inside call 3
+    assert threads._await(bell, counters, 3, 1, 0, 50, 50) == (False, 0, -1)  # none posted
+    assert counters[1, 3] == 3 * 4 + threads._BACK
+    bell[:3] = 5, 0, 10  # call 5, on counter 0, over 10 items
+    assert threads._take(counters[0], 5, 2) and list(counters[0]) == [0, 0, 2, 20]
+    assert threads._await(bell, counters, 3, -1, 0, 50, 50) == (False, 5, -1)  # not begun
+    assert threads._await(bell, counters, 3, -1, 0, 0, 0) == (False, 5, -1)
+    counters[0, 0] = 4
+    assert threads._await(bell, counters, 3, -1, 5, 50, 50) == (False, 5, -1)  # seen
+    assert threads._await(bell, counters, 3, -1, 0, 0, 0) == (True, 5, 0)  # polls used up
+    assert counters[0, 3] == 5 * 4 + threads._IN
+    assert not threads._take(counters[0], 6, 2)  # a worker is inside: not reused
+    counters[0, 3] = 5 * 4 + threads._OUT
+    bell[0] = 4  # a worker that read call 4 on this counter, now call 5's: joins nothing
+    assert threads._await(bell, counters, 3, -1, 0, 50, 50) == (False, 4, -1)
+    bell[0], counters[0, 0] = 5, 12
+    assert threads._await(bell, counters, 3, -1, 0, 50, 50) == (False, 5, -1)  # all claimed
+    counters[0, 0], bell[3] = 4, 1
+    assert threads._await(bell, counters, 3, -1, 0, 50, 50) == (False, 0, -1)  # stop
+    assert counters[0, 3] == 5 * 4 + threads._OUT
+
+
+def _begins_late(bell, counters):
+    time.sleep(0.05)
+    counters[0, 0] = 1
+
+
+def test_await_waits_for_a_posted_call_to_begin():
+    """A call posted but not begun is polled for past ``polls`` (up to ``begin``)."""
+    bell, counters = np.array([1, 0, 10, 0], np.int64), np.array([[0, 0, 1, 4]], np.int64)
+    t = threading.Thread(target=_begins_late, args=(bell, counters))
+    t.start()
+    assert threads._await(bell, counters, 3, -1, 0, 0, 1 << 62) == (True, 1, 0)
+    t.join()
+
+
+def test_polls_scale_with_the_time():
+    assert 1 <= threads._poll_rate()
+
+
+def test_a_held_up_chunk_stops_polling_for_a_while(one_worker, monkeypatch):
+    """A worker that holds a chunk longer than the caller's whole run lost its CPU: the
+    workers sleep between calls for the next QUIET seconds (however long LINGER is)."""
+    monkeypatch.setattr(threads, "LINGER", 60.0)
+    monkeypatch.setattr(threads, "QUIET", 60.0)
+    before = time.perf_counter()
+    assert len(_joined_call(hold=0.1)) == 2
+    assert one_worker.quiet_until > before + 59
+    _wait_for(lambda: one_worker.sleepers == 1)  # asleep long before LINGER is up
+    assert len(_joined_call()) == 2  # and still joins, once woken
+
+
+def test_a_worker_returning_late_does_not_stop_polling(one_worker, monkeypatch):
+    """A worker that has done its chunks but is slow to return (waiting for the GIL; here
+    sleeping) is waited for, and the workers go on polling between calls."""
+    monkeypatch.setattr(threads, "LINGER", 60.0)
+    start = time.perf_counter()
+    assert len(_joined_call(late_return=0.1)) == 2
+    assert time.perf_counter() - start >= 0.1  # the caller waited for it
+    assert one_worker.quiet_until == 0.0
