@@ -41,7 +41,7 @@ LINGER = 2e-3  # seconds a worker of share polls for the next call before it sle
 SETTLE = 50e-6  # seconds the caller polls for a chunk a worker holds before it sleeps
 BEGIN = 10e-3  # seconds a worker polls for a posted call to begin (its caller held up)
 SLOTS = 64  # counters share reuses in turn (one that a worker is still inside is skipped)
-QUIET = 1.0  # seconds workers do not poll between calls after one was held up
+QUIET = 0.25  # seconds workers do not poll between calls after one was held up
 
 
 try:  # the CPU the calling thread runs on (glibc, musl); None: not known, workers not steered
