@@ -181,12 +181,12 @@ def _avoid(cpu):
 
 
 class _Call:
-    """One call of share, as its workers find it: ``run(counters[slot])`` over ``count``."""
-    __slots__ = ("number", "slot", "run", "count", "cpu", "error")
+    """One call of share, as its workers find it: ``run(counters[slot])``, the caller on
+    ``cpu``, and the ``error`` a worker raised."""
+    __slots__ = ("number", "slot", "run", "cpu", "error")
 
-    def __init__(self, number, slot, run, count, cpu):
-        self.number, self.slot, self.run, self.count, self.cpu = number, slot, run, count, cpu
-        self.error = None
+    def __init__(self, number, slot, run, cpu):
+        self.number, self.slot, self.run, self.cpu, self.error = number, slot, run, cpu, None
 
 
 class _Crew:
@@ -227,8 +227,7 @@ class _Crew:
         else:  # every counter in use (as many callers at once): this call runs alone
             return None, WHOLE
         self.busy.add(slot)
-        call = self.calls[slot] = _Call(number, slot, run, count,
-                                        _getcpu() if _getcpu else None)
+        call = self.calls[slot] = _Call(number, slot, run, _getcpu() if _getcpu else None)
         _publish(self.bell, slot, count, number)
         if self.sleepers:
             with self.wake:
