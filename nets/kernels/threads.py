@@ -23,6 +23,7 @@ uneven cost, each a separate call).
 ``NETS_SERIAL_KERNELS=1`` (the bounds-checked test run) keeps every call in one piece.
 """
 import ctypes
+import itertools
 import os
 import threading
 import time
@@ -204,7 +205,9 @@ class _Crew:
         self.bell = np.zeros(8, np.int64)
         self.calls = [None] * SLOTS
         self.workers, self.turn, self.sleepers = workers, 0, 0
+        self.numbers = itertools.count(1)
         self.busy = set()  # the counters of calls whose callers have not returned
+        self.lock = threading.Lock()  # callers in several threads take counters one at a time
         self.wake = threading.Condition()
         self.rate = self.threads = None  # on first use
         self.quiet_until = 0.0  # workers poll between calls from then on
@@ -212,21 +215,22 @@ class _Crew:
     def post(self, run, count, chunk):
         """Announce a call of ``run`` over ``count`` items in chunks of ``chunk``; returns it
         with its counter (``None, WHOLE`` if every counter is in use)."""
-        if self.threads is None:
-            self.rate = _poll_rate()
-            self.threads = [threading.Thread(target=self._serve, args=(3 + i,), daemon=True,
-                                             name=f"nets-kernel-{i}")
-                            for i in range(self.workers)]
-            for t in self.threads:
-                t.start()
-        number = int(self.bell[0]) + 1
-        for _ in range(SLOTS):
-            slot, self.turn = self.turn, (self.turn + 1) % SLOTS
-            if slot not in self.busy and _take(self.counters[slot], number, chunk):
-                break
-        else:  # every counter in use (as many callers at once): this call runs alone
-            return None, WHOLE
-        self.busy.add(slot)
+        with self.lock:
+            if self.threads is None:
+                self.rate = _poll_rate()
+                self.threads = [threading.Thread(target=self._serve, args=(3 + i,),
+                                                 daemon=True, name=f"nets-kernel-{i}")
+                                for i in range(self.workers)]
+                for t in self.threads:
+                    t.start()
+            number = next(self.numbers)
+            for _ in range(SLOTS):
+                slot, self.turn = self.turn, (self.turn + 1) % SLOTS
+                if slot not in self.busy and _take(self.counters[slot], number, chunk):
+                    break
+            else:  # every counter in use (as many callers at once): this call runs alone
+                return None, WHOLE
+            self.busy.add(slot)
         call = self.calls[slot] = _Call(number, slot, run, _getcpu() if _getcpu else None)
         _publish(self.bell, slot, count, number)
         if self.sleepers:
@@ -256,8 +260,9 @@ class _Crew:
     def done(self, call):
         """The caller of ``call`` is back: its counter may be reused, and the call (with
         the arrays ``run`` holds) is let go of."""
-        self.busy.discard(call.slot)
-        self.calls[call.slot] = None
+        with self.lock:
+            self.calls[call.slot] = None
+            self.busy.discard(call.slot)
 
     def _serve(self, state):
         """A worker: join each call share posts, poll in between, sleep when none comes."""

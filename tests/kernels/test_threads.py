@@ -5,6 +5,7 @@ thread; ``counter``/``claim`` chunk a range; ``each`` runs every index once, res
 order."""
 import multiprocessing
 import os
+import sys
 import threading
 import time
 
@@ -407,3 +408,31 @@ def test_a_worker_returning_late_does_not_stop_polling(one_worker, monkeypatch):
     assert len(_joined_call(late_return=0.1)) == 2
     assert time.perf_counter() - start >= 0.1  # the caller waited for it
     assert one_worker.quiet_until == 0.0
+
+
+def test_callers_in_several_threads_at_once(shared_kernels):
+    """Four threads sharing calls at the same time: each call's range is covered once, by
+    its own run (no two calls on one counter), however the workers join them. The GIL
+    changes hands as often as it can, so two callers' posts interleave."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    results, errors = [], []
+
+    def caller():
+        try:
+            for _ in range(40):
+                run, seen = _recorder(37)
+                threads.share(run, 37, work=30)
+                results.append(_covered(seen, 37))
+        except BaseException as e:  # reported below
+            errors.append(e)
+    callers = [threading.Thread(target=caller) for _ in range(4)]
+    try:
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and len(results) == 160 and all(results)
+    assert not threads._CREW.busy and threads._CREW.calls == [None] * threads.SLOTS
