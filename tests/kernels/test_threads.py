@@ -244,15 +244,20 @@ def test_a_refused_affinity_is_only_a_lost_hint(monkeypatch):
 
 
 def _joined_call(count=24, hold=0.0, late_return=0.0):
-    """A shared call whose caller, after its first chunk, waits for a worker to take one;
+    """A shared call whose caller, before its first chunk, waits for a worker to take one;
     that worker holds its first chunk ``hold`` seconds, and returns ``late_return`` seconds
-    after its last. Returns the threads that took chunks."""
-    taken = threading.Event()
+    after its last. Unless it holds one, the caller also waits for the worker to finish all
+    the other chunks: they run Python, and one still waiting for the GIL when the caller is
+    done would look like a worker held up by another process. Returns the threads that
+    took chunks."""
+    taken, returning = threading.Event(), threading.Event()
     run, seen = _recorder(count)
 
     def before_chunk(a):
         if threading.current_thread() is threading.main_thread():
             taken.wait(10)
+            if not hold:
+                returning.wait(10)
         elif not taken.is_set():
             taken.set()
             time.sleep(hold)
@@ -260,6 +265,7 @@ def _joined_call(count=24, hold=0.0, late_return=0.0):
     def body(counter):
         run(counter, before_chunk)
         if threading.current_thread() is not threading.main_thread():
+            returning.set()
             time.sleep(late_return)
     threads.share(body, count, work=30)
     assert taken.is_set() and _covered(seen, count)
