@@ -111,7 +111,7 @@ def test_delivery_never_shares_memory_with_arrays_the_caller_holds(stype):
     _values(held)[...] = 7  # the caller writes into their array...
     assert_almost_equal(x.grad, _grad([1, 2], 5, "default").asnumpy())  # ...not x's gradient
 
-    head = _grad([0, 4], 3, "default")
+    head = _grad([0, 4], 3, stype)
     x.backward(head)  # a leaf as its own head: its gradient is the head gradient
     _values(head)[...] = 9
     assert_almost_equal(x.grad, _grad([0, 4], 3, "default").asnumpy())
