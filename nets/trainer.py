@@ -3,15 +3,27 @@
 The Trainer is local: ``allreduce_grads`` has nothing to reduce on one device.
 Distributed storage (a KVStore with row-sparse push/pull) would plug in as a
 separate layer, never woven into this class. Row-sparse gradients reach the
-optimizer as they are, so a lazy update touches only their rows; after a step
-they are emptied, so the next batch starts from no rows.
+optimizer as they are, so a lazy update touches only their rows.
+
+Gradients are read through each parameter's gradient slot (``nets.autograd.slot``),
+the same way whatever their storage type: a gradient is fresh once ``backward``
+delivered into it and stale after an update used it; the Trainer neither clears nor
+zeroes gradients (``grad_req='write'`` overwrites them at the next ``backward``,
+``'add'`` accumulates until ``zero_grad()``), as in MXNet.
 """
-from . import optim
+from . import autograd, optim
 from .base import NetsError
 from .layers.parameter import Parameter, ParameterDict
 from .optim.states import load_states, save_states
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "StaleGradientError"]
+
+
+class StaleGradientError(NetsError, UserWarning):
+    """A parameter's gradient was not updated by ``backward`` since the last step.
+
+    Also a ``UserWarning``, the class MXNet raises for it, so MXNet programs' handlers
+    catch it."""
 
 
 def _as_param_list(params):
@@ -81,30 +93,42 @@ class Trainer:
     def update(self, batch_size, ignore_stale_grad=False):
         """Update each parameter with its gradient rescaled by ``1/batch_size``.
 
-        A gradient not recomputed by ``backward`` since the last update is stale: it
-        raises unless ``ignore_stale_grad``, in which case that parameter is skipped.
+        A gradient that ``backward`` did not deliver since the last update is stale
+        (MXNet's rule; dense and row_sparse alike): unless ``ignore_stale_grad``, any
+        stale gradient raises ``StaleGradientError`` before a parameter is updated; with
+        it, parameters with stale gradients are skipped. Each update makes the gradient
+        it used stale.
         """
         optimizer = self._optimizer
         optimizer.rescale_grad = self._scale / batch_size
+        for i, weight, slot in self._fresh(ignore_stale_grad):
+            if not self._created[i]:
+                self._states[i] = optimizer.create_state_multi_precision(i, weight)
+                self._created[i] = True
+            grad = slot.buffer
+            optimizer.update_multi_precision(i, weight, grad, self._states[i])
+            slot.fresh = False
+
+    def _fresh(self, ignore_stale_grad):
+        """``[(i, weight, gradient slot)]`` for the parameters to update: those with a
+        gradient (``grad_req`` not 'null') whose gradient is fresh; a stale one raises
+        unless ``ignore_stale_grad``. Every parameter is checked before any is updated."""
+        out = []
         for i, p in enumerate(self._params):
             if p.grad_req == "null":
                 continue
             weight = p.data()
-            if not getattr(weight, "_fresh_grad", False):
-                if ignore_stale_grad:
-                    continue
-                raise NetsError(
-                    f"Trainer: gradient of Parameter {p.name!r} is stale: it was not computed "
-                    f"by backward() since the last step (is it used in the forward pass under "
-                    f"autograd.record()?). Pass ignore_stale_grad=True to skip such parameters")
-            if not self._created[i]:
-                self._states[i] = optimizer.create_state_multi_precision(i, weight)
-                self._created[i] = True
-            grad = weight.grad
-            optimizer.update_multi_precision(i, weight, grad, self._states[i])
-            weight._fresh_grad = False
-            if grad.stype == "row_sparse":  # empty it: no rows until the next backward
-                grad._clear()
+            slot = autograd.grad_slot(weight)
+            if slot.fresh:
+                out.append((i, weight, slot))
+            elif not ignore_stale_grad:
+                raise StaleGradientError(
+                    f"Trainer: the gradient of Parameter {p.name!r} is stale: backward() has "
+                    f"not updated it since the last step, so the latest forward pass under "
+                    f"autograd.record() did not use the parameter (a bug, unless the model "
+                    f"uses a subset of its parameters on purpose: then pass "
+                    f"ignore_stale_grad=True to step()/update() to skip such parameters)")
+        return out
 
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):

@@ -1,4 +1,4 @@
-"""Trainer: rescaling, multipliers, stale gradients, row_sparse gradient clearing, grad_req
+"""Trainer: rescaling, multipliers, stale gradients (dense and row_sparse alike), grad_req
 'add', state save/load, and the MXNet sparse linear-regression result."""
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import nets
 from nets import autograd, nd
 from nets import layers as L
 from nets.test_utils import rand_ndarray
+from nets.trainer import StaleGradientError
 
 
 def _net(grad_stype="row_sparse", in_units=20):
@@ -51,28 +52,90 @@ def test_lr_and_wd_multipliers():
     assert not np.array_equal(after[0], before[0])
 
 
-def test_stale_gradients_raise_unless_ignored():
-    net = _net()
-    trainer = nets.Trainer(net.collect_params(), "sgd")
-    _backward(net, rand_ndarray((2, 20), "csr", density=0.3))
-    trainer.step(2)
-    with pytest.raises(nets.NetsError, match="stale"):
+def _params(grad_stype, grad_req="write"):
+    """Two (4, 2) parameters of ones; ``_lookup`` uses only the first."""
+    ps = [nets.layers.Parameter(name, shape=(4, 2), grad_stype=grad_stype, grad_req=grad_req)
+          for name in ("used", "unused")]
+    for p in ps:
+        p.initialize(init=nets.init.One())
+    return ps
+
+
+def _lookup(p, ids):
+    """backward of ``sum(p[ids])``: p's gradient counts each row's ids (row_sparse when
+    p's grad_stype is)."""
+    with autograd.record():
+        y = nd.Embedding(nd.array(ids), p.data(), input_dim=4, output_dim=2,
+                         sparse_grad=p.grad_stype == "row_sparse").sum()
+    y.backward()
+
+
+def _counts(ids):
+    return np.bincount(ids, minlength=4)[:, None] * np.ones((1, 2))
+
+
+@pytest.mark.parametrize("grad_stype", ["default", "row_sparse"])
+def test_a_stale_gradient_raises_before_any_update_and_ignore_stale_grad_skips_it(grad_stype):
+    used, unused = ps = _params(grad_stype)
+    trainer = nets.Trainer(ps, "sgd", {"learning_rate": 0.1})
+    _lookup(used, [0, 2, 2])
+    with pytest.raises(StaleGradientError, match=r"Parameter 'unused' is stale.*"
+                                                 r"ignore_stale_grad=True") as err:
         trainer.step(2)
-    before = _snapshot(net)
+    assert isinstance(err.value, nets.NetsError) and isinstance(err.value, UserWarning)
+    for p in ps:  # checked before updating: nothing changed, not even the fresh one
+        np.testing.assert_array_equal(p.data().asnumpy(), np.ones((4, 2)))
+    trainer.step(2, ignore_stale_grad=True)  # updates the fresh one only (plain SGD)
+    np.testing.assert_allclose(used.data().asnumpy(), 1 - 0.1 * _counts([0, 2, 2]) / 2)
+    np.testing.assert_array_equal(unused.data().asnumpy(), np.ones((4, 2)))
+    with pytest.raises(StaleGradientError, match="Parameter 'used' is stale"):
+        trainer.step(2)  # its gradient was used by that step
     trainer.step(2, ignore_stale_grad=True)  # nothing fresh: nothing changes
-    assert all(np.array_equal(a, b) for a, b in zip(before, _snapshot(net)))
+    np.testing.assert_allclose(used.data().asnumpy(), 1 - 0.1 * _counts([0, 2, 2]) / 2)
 
 
-def test_row_sparse_gradient_is_emptied_after_step_and_untouched_rows_keep_values():
+@pytest.mark.parametrize("grad_stype", ["default", "row_sparse"])
+def test_a_step_keeps_the_gradient_and_makes_it_stale_whatever_its_stype(grad_stype):
+    used, unused = _params(grad_stype)
+    trainer = nets.Trainer([used], "sgd", {"learning_rate": 0.1})
+    _lookup(used, [1, 3])
+    grad = used.grad()
+    assert grad.stype == grad_stype and autograd.grad_slot(used.data()).fresh
+    trainer.step(1)
+    assert used.grad() is grad and grad.stype == grad_stype  # kept, not cleared
+    np.testing.assert_array_equal(grad.asnumpy(), _counts([1, 3]))
+    assert not autograd.grad_slot(used.data()).fresh
+    _lookup(used, [2])  # grad_req='write': the next backward overwrites it, fresh again
+    np.testing.assert_array_equal(grad.asnumpy(), _counts([2]))
+    trainer.step(1)
+    expected = 1 - 0.1 * (_counts([1, 3]) + _counts([2]))
+    np.testing.assert_allclose(used.data().asnumpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("grad_stype", ["default", "row_sparse"])
+def test_grad_req_add_accumulates_across_steps_until_zero_grad(grad_stype):
+    used, _ = _params(grad_stype, grad_req="add")
+    trainer = nets.Trainer([used], "sgd", {"learning_rate": 0.1})
+    _lookup(used, [0])
+    trainer.step(1)
+    _lookup(used, [3])
+    np.testing.assert_array_equal(used.grad().asnumpy(), _counts([0, 3]))  # as MXNet
+    trainer.step(1)
+    np.testing.assert_allclose(used.data().asnumpy(),
+                               1 - 0.1 * (_counts([0]) + _counts([0, 3])), rtol=1e-6)
+    used.zero_grad()
+    assert not used.grad().asnumpy().any() and used.grad().stype == grad_stype
+    with pytest.raises(StaleGradientError):
+        trainer.step(1)  # zero_grad is no backward: the gradient stays stale
+
+
+def test_untouched_rows_of_a_row_sparse_gradient_keep_their_values():
     net = _net()
     x = nd.sparse.csr_matrix(([1.0, 2.0], [3, 11], [0, 1, 2]), shape=(2, 20))
     before = net[0].weight.data().asnumpy().copy()
     _backward(net, x)
     assert list(net[0].weight.grad().indices.asnumpy()) == [3, 11]
     nets.Trainer(net.collect_params(), "adam", {"learning_rate": 0.1}).step(2)
-    g = net[0].weight.grad()  # emptied: no rows, same shape and dtype
-    assert g.stype == "row_sparse" and g.indices.size == 0 and g.data.shape == (0, 3)
-    assert g.shape == (20, 3) and g.dtype == np.float32 and not g.asnumpy().any()
     after = net[0].weight.data().asnumpy()
     untouched = np.setdiff1d(np.arange(20), [3, 11])
     assert np.array_equal(after[untouched], before[untouched])

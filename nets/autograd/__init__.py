@@ -14,9 +14,12 @@ output becomes a node of the graph; everything else is a constant. Outside
 recording; ``train_mode()``/``predict_mode()`` set ``is_training()``. The state is
 held in ``contextvars``, so each thread and async task has its own.
 
-Gradients: ``backward`` delivers each leaf's gradient into ``leaf.grad`` in that
-buffer's storage type (a dense contribution to a row_sparse gradient is cast to
-row_sparse); ``grad_req='add'`` accumulates. Several contributions to one array
+Gradients: a leaf declares its gradient in a ``GradSlot`` (``slot.py``: the buffer
+``leaf.grad``, its storage type, ``grad_req``, freshness). ``backward`` delivers each
+leaf's gradient into that buffer in its storage type (a dense contribution to a
+row_sparse gradient is cast to row_sparse) and marks the slot fresh, which the
+Trainer's stale-gradient check reads; ``grad_req='add'`` accumulates. Several
+contributions to one array
 are summed by ``add_n``: row_sparse ones over the union of their rows (duplicates
 coalesced, never densified), dense + row_sparse by a scatter-add of the stored
 rows. ``grad`` returns gradients instead of writing ``.grad``, in
@@ -60,11 +63,16 @@ Register a vector-Jacobian product beside the operator::
   only when a gradient has to flow through it to reach a leaf being
   differentiated; otherwise it is never called.
 """
+from ..ndarray.dense import NDArray
 from .engine import backward, grad
 from .function import Function
-from .tape import (attach_grad, is_recording, is_training, mark_variables, pause, predict_mode,
-                   record, set_recording, set_training, train_mode)
+from .methods import install
+from .slot import GradSlot, attach_grad, grad_slot, mark_variables, release_grad
+from .tape import (is_recording, is_training, pause, predict_mode, record, set_recording,
+                   set_training, train_mode)
+
+install(NDArray)
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "attach_grad", "mark_variables", "backward", "grad",
-           "Function"]
+           "Function", "GradSlot", "grad_slot", "release_grad"]

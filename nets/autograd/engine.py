@@ -1,5 +1,4 @@
 """Reverse-mode differentiation over the recorded graph: ``backward`` and ``grad``."""
-import sys
 from operator import attrgetter
 
 import numpy as np
@@ -49,7 +48,7 @@ def _head_entries(heads, head_grads):
             if h._node[0].parents is None:
                 raise NetsError(f"cannot differentiate heads[{i}]: {_FREED}")
             e = h._node
-        elif h._grad is not None:
+        elif h._grad_slot is not None:
             e = h  # a leaf is its own head
         else:
             raise NetsError(f"heads[{i}] was not computed inside autograd.record() from arrays "
@@ -91,7 +90,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     """Propagate from the heads to the targets: leaves for which ``is_target(leaf)`` and
     node outputs in ``target_entries``. Returns ``({id: (leaf, grad)}, {entry: grad})``;
     a target leaf the heads reach gets None when no gradient arrived, one they do not
-    reach is absent. The caller sets the recording and training state (``_Scope``)."""
+    reach is absent; a leaf's gradient is ``(sum, merged)``, ``merged`` telling that the
+    sum is a new array the engine made from several contributions. The caller sets the
+    recording and training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
     nodes = _graph([e for e, _ in heads])
     grads, leaves = {}, {}
@@ -147,7 +148,8 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                     grads.setdefault(p, []).append(g)
             elif id(p) in leaves:
                 grads.setdefault(id(p), []).append(g)
-    leaf_grads = {k: (x, _sum(grads[k]) if k in grads else None) for k, x in leaves.items()}
+    leaf_grads = {k: (x, (_sum(grads[k]), len(grads[k]) > 1) if k in grads else None)
+                  for k, x in leaves.items()}
     if not retain_graph:
         for node in nodes:
             node.free()
@@ -197,85 +199,41 @@ def _name(op):
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Compute the gradients of ``heads`` (an array or a list; ``head_grads`` default to
-    ones) with respect to every leaf they depend on, and deliver each into ``leaf.grad`` in
-    that buffer's storage type: ``grad_req='write'`` overwrites (zeros when no gradient
-    reaches a leaf the heads depend on), ``'add'`` accumulates (row union when row_sparse),
-    ``'null'`` skips. The graph is freed unless ``retain_graph``; ``train_mode`` is
-    ``is_training()`` during the backward pass."""
-    taken = set()
+    ones) with respect to every leaf they depend on, and deliver each into its leaf's
+    gradient slot (``leaf.grad``, in the slot's storage type) by the slot's ``grad_req``:
+    ``'write'`` overwrites (zeros when no gradient reaches a leaf the heads depend on),
+    ``'add'`` accumulates (row union when row_sparse), ``'null'`` skips; each slot
+    delivered to becomes fresh. The graph is freed unless ``retain_graph``;
+    ``train_mode`` is ``is_training()`` during the backward pass."""
     with _Scope(False, train_mode):  # (one scope for the propagation and the delivery)
-        leaf_grads, _ = _backprop(heads, head_grads, lambda x: x._grad_req != "null", (),
-                                  retain_graph)
+        leaf_grads, _ = _backprop(heads, head_grads, _delivers, (), retain_graph)
         for x, g in leaf_grads.values():
-            buf = x._grad
-            if x._grad_req == "add":
-                if g is not None:
-                    buf._assign(_sum([buf, g]))
-            elif g is None:
-                buf[:] = _zeros_like(buf)  # casts to buf's stype
-            elif not _adopt(buf, g, taken):
-                buf[:] = g  # copies; casts to buf's stype
-            x._fresh_grad = True  # the Trainer refuses stale gradients (not set since a step)
+            _deliver(x._grad_slot, g)
 
 
-def _adopt(buf, g, taken):
-    """Deliver ``g`` into the leaf gradient ``buf`` by taking its buffers instead of copying
-    them (for a 1M x 64 dense gradient that saves a 256 MB copy), when no one else can see
-    either: ``g`` is referred to by the engine only (not a caller's head gradient, nor
-    delivered to another leaf), its values are no view of other memory, and a dense ``buf``
-    has no views that would keep showing the old values. Returns False when the caller must
-    copy. Reference counts are compared with ``_REFS``, measured on this interpreter."""
-    if id(g) in taken or g.stype != buf.stype or g.dtype != buf.dtype:
-        return False
-    taken.add(id(g))
-    if sys.getrefcount(g) > _REFS[0]:
-        return False
-    if g.stype == "default":
-        if not (g._np.flags.c_contiguous and _sole(g._np) and _sole(buf._np)):
-            return False
-        buf._np = g._np
-    else:  # a sparse buffer is replaced on every write anyway; indices are immutable
-        if not _sole(g._data):
-            return False
-        buf._set_parts(g, copy=False)
-    return True
+def _delivers(x):
+    slot = x._grad_slot
+    return slot is not None and slot.req != "null"
 
 
-def _sole(a):
-    """True when numpy ``a`` is its holder's alone: no other reference (so no views of it)
-    and its memory is not another array's (no base, or a base object, such as the memory
-    record of an array a numba kernel returned, that only ``a`` refers to)."""
-    count, base_count = _counts(a)
-    return count <= _REFS[1] and (base_count is None or not isinstance(a.base, np.ndarray)
-                                  and base_count <= _REFS[2])
-
-
-def _counts(a):
-    base = a.base
-    return sys.getrefcount(a), None if base is None else sys.getrefcount(base)
-
-
-def _calibrate():
-    """The counts ``_adopt`` and ``_sole`` see for arrays nothing else refers to, measured
-    through the same calls (interpreters differ in the references they count)."""
-    for _, g in {0: (None, _Holder())}.values():  # held as backward's loop holds a gradient
-        g._np = np.frombuffer(bytearray(8), np.uint8)  # its base: an object only it holds
-        return (_probe(None, g, None),) + _probe_sole(g._np)
-
-
-class _Holder:
-    """Stands for an array in ``_calibrate``."""
-
-
-def _probe(buf, g, taken):
-    return sys.getrefcount(g)  # as _adopt sees its argument
-
-
-def _probe_sole(a):
-    return _counts(a)  # as _sole sees its argument
-
-
-_REFS = _calibrate()
+def _deliver(slot, grad):
+    """Deliver ``grad`` (``(sum, merged)`` or None) into ``slot``'s buffer, keeping the
+    buffer object and its storage type. Dense buffers are written in place (views of
+    them keep showing the gradient). A sparse buffer's parts are replaced on every
+    write; it takes the parts of an array the engine made itself (a merge of several
+    contributions, or the ``'add'`` sum) and copies those of any other array, which a
+    vjp may share with a caller (a head gradient passed through, a saved input)."""
+    buf = slot.buffer
+    if slot.req == "add":
+        if grad is not None:
+            buf._assign(_sum([buf, grad[0]]))
+    elif grad is None:
+        buf[:] = 0  # (a sparse buffer becomes empty)
+    elif grad[1]:
+        buf._assign(grad[0])
+    else:
+        buf[:] = grad[0]  # copies, cast to the buffer's storage type and dtype
+    slot.fresh = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
@@ -296,7 +254,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
             if v._node[0].parents is None:
                 raise NetsError(f"cannot differentiate with respect to variables[{i}]: {_FREED}")
             entries.add(v._node)
-        elif v._grad is not None:
+        elif v._grad_slot is not None:
             leaf_ids.add(id(v))
         else:
             raise NetsError(f"cannot differentiate with respect to variables[{i}]: it is not "
@@ -309,7 +267,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                                         entries, retain_graph)
     out = []
     for v in variables:
-        g = results.get(v._node) if v._node is not None else leaf_grads.get(id(v), (v, None))[1]
-        out.append(_zeros_like(v, v._grad.stype if v._grad is not None else v.stype)
-                   if g is None else g)
+        if v._node is not None:
+            g = results.get(v._node)
+        else:
+            g = leaf_grads.get(id(v), (v, None))[1]
+            g = None if g is None else g[0]
+        slot = v._grad_slot
+        out.append(_zeros_like(v, v.stype if slot is None else slot.stype) if g is None else g)
     return out[0] if single else out

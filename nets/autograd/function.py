@@ -68,7 +68,7 @@ class Function:
                 raise TypeError(f"{type(self).__name__}.forward must return NDArrays, output "
                                 f"{i} is a {type(o).__name__}")
         # An output that is an input or already in a graph gets its own array object.
-        outs = tuple(o.detach() if o._node is not None or o._grad is not None
+        outs = tuple(o.detach() if o._node is not None or o._grad_slot is not None
                      or any(o is x for x in inputs) else o for o in outs)
         node = recorder(_FunctionOp(self), inputs, {}, outs)
         if isinstance(node, Node):

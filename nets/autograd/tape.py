@@ -13,16 +13,12 @@ the last output frees its graph at once, without waiting for the cycle collector
 """
 import itertools
 
-from ..base import NetsError, ShapeError, check_stype
-from ..ndarray.creation import zeros
-from ..ndarray.dense import NDArray
+from ..base import RECORDER, TRAINING, NetsError
 from ..ops.registry import Op
-from ..base import RECORDER, TRAINING
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "set_recording", "set_training", "attach_grad", "mark_variables"]
+           "set_recording", "set_training"]
 
-GRAD_REQS = ("write", "add", "null")
 _SEQ = itertools.count()
 
 
@@ -75,7 +71,7 @@ def record_node(op, inputs, attrs, outputs):
                 parents.append(node)
                 wanted = True
                 continue
-            if x._grad is not None:
+            if x._grad_slot is not None:
                 parents.append(x)
                 wanted = True
                 continue
@@ -160,29 +156,3 @@ def set_training(train_mode):
     TRAINING.set(bool(train_mode))
     return prev
 
-
-def attach_grad(x, grad_req="write", stype=None):
-    """Make ``x`` a leaf: allocate ``x.grad`` (zeros of storage type ``stype``, default
-    ``x.stype``; an empty array when sparse) that ``backward`` overwrites (``'write'``),
-    adds to (``'add'``) or leaves alone (``'null'``). Cuts ``x`` from any earlier graph."""
-    stype = x.stype if stype is None else check_stype(stype)
-    mark_variables([x], [zeros(x.shape, x.context, x.dtype, stype)], grad_req)
-
-
-def mark_variables(variables, gradients, grad_reqs="write"):
-    """Make each of ``variables`` a leaf whose gradient buffer is the matching array of
-    ``gradients`` (its storage type is the one ``backward`` delivers in)."""
-    if isinstance(variables, NDArray):
-        variables, gradients = [variables], [gradients]
-    if isinstance(grad_reqs, str):
-        grad_reqs = [grad_reqs] * len(variables)
-    if not len(variables) == len(gradients) == len(grad_reqs):
-        raise NetsError(f"mark_variables: got {len(variables)} variables, {len(gradients)} "
-                        f"gradients and {len(grad_reqs)} grad_reqs; they must match")
-    for i, (x, g, req) in enumerate(zip(variables, gradients, grad_reqs)):
-        if req not in GRAD_REQS:
-            raise NetsError(f"grad_req={req!r} is not one of {GRAD_REQS}")
-        if not isinstance(g, NDArray) or tuple(g.shape) != tuple(x.shape):
-            raise ShapeError(f"gradients[{i}] must be an array of shape {tuple(x.shape)} like "
-                             f"variables[{i}], got {getattr(g, 'shape', type(g).__name__)}")
-        x._grad, x._grad_req, x._node = g, req, None

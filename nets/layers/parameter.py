@@ -11,6 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import autograd
 from .. import init as init_mod
 from ..base import NetsError, ShapeError, as_dtype, current_context
 from ..ndarray.creation import array, zeros_sparse
@@ -106,10 +107,12 @@ class Parameter:
             self._attach_grad()
 
     def _attach_grad(self):
+        """Declare the data's gradient slot: a new buffer of ``grad_stype`` written by
+        ``grad_req``, or none for ``'null'``."""
         if self._grad_req == "null":
-            self._data._grad, self._data._grad_req = None, "null"
+            autograd.release_grad(self._data)
         else:
-            self._data.attach_grad(self._grad_req, stype=self.grad_stype)
+            autograd.attach_grad(self._data, self._grad_req, stype=self.grad_stype)
 
     # -- initialization ---------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):

@@ -14,18 +14,8 @@ import numpy as np
 from ..base import (RECORDER, NetsError, ShapeError, as_dtype, check_stype, cpu,
                     current_context)
 
-_OPS = _AUTOGRAD = None
+_OPS = None
 _CPU = cpu()
-
-
-def _autograd():
-    """``nets.autograd`` (it sits above arrays: imported on first use, then kept, since an
-    import statement costs ~2 us on every ``backward``)."""
-    global _AUTOGRAD
-    if _AUTOGRAD is None:
-        from .. import autograd
-        _AUTOGRAD = autograd
-    return _AUTOGRAD
 
 
 def ops():
@@ -70,9 +60,9 @@ class NDArray:
     stype = "default"
     __array_priority__ = 1000.0  # numpy defers `ndarray op NDArray` to our reflected ops
     # Autograd state; class-level defaults, set per array only when it joins a graph (an
-    # array is created for every op result, so its constructor stays minimal).
-    _grad = None
-    _grad_req = "null"
+    # array is created for every op result, so its constructor stays minimal). The methods
+    # using it (attach_grad, grad, backward) are installed by nets.autograd.
+    _grad_slot = None  # a leaf's GradSlot (nets.autograd.slot)
     _node = None  # the autograd node that produced this array, if recorded
 
     def __init__(self, data, ctx=None):
@@ -112,11 +102,6 @@ class NDArray:
     def T(self):
         """Transpose (reverses the axes)."""
         return ops().transpose(self)
-
-    @property
-    def grad(self):
-        """The gradient buffer attached by ``attach_grad`` (None if none)."""
-        return self._grad
 
     @property
     def nbytes(self):
@@ -187,22 +172,11 @@ class NDArray:
         """This array's values, cut from the autograd graph (shares memory)."""
         return NDArray(self._np, self._ctx)
 
-    def attach_grad(self, grad_req="write", stype=None):
-        """Allocate a gradient buffer (of storage type ``stype``, default this array's)
-        and mark this array as a leaf that ``backward`` writes (``'write'``), adds
-        to (``'add'``) or skips (``'null'``)."""
-        _autograd().attach_grad(self, grad_req, stype)
-
-    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
-        """Back-propagate from this array (``out_grad`` defaults to ones)."""
-        _autograd().backward([self], None if out_grad is None else [out_grad],
-                             retain_graph=retain_graph, train_mode=train_mode)
-
     # -- assignment ----------------------------------------------------------
     def _check_writable_in_record(self):
         """MXNet's rule: recorded nodes keep views of their inputs and outputs, so writing
         into an array of the graph (a leaf or a recorded result) would corrupt gradients."""
-        if self._grad is not None or self._node is not None:
+        if self._grad_slot is not None or self._node is not None:
             raise NetsError("in-place write to an array that is part of the autograd graph "
                             "inside autograd.record() would corrupt its gradients; compute a "
                             "new array instead (e.g. y = y + x)")

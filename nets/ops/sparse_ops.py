@@ -179,7 +179,7 @@ def _sum_by_key(keys, values, upper=None):
     gradient merging) and the gradients of ``take`` and ``Embedding``. Keys known to lie in
     ``[0, upper)`` (row ids) are numbered in linear time (``unique_slots``: a bitmap rank,
     or a radix sort); others by numpy's stable sort, which merges the sorted runs of
-    concatenated csr terms in linear time. ``sum_rows_by_slot`` then adds the rows up.
+    concatenated sparse terms in linear time. ``sum_rows_by_slot`` then adds the rows up.
     """
     dtype = values.dtype
     rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])),
@@ -189,17 +189,17 @@ def _sum_by_key(keys, values, upper=None):
                   else emb.unique_slots(keys, upper))
     sums = emb.sum_rows_by_slot(slot, len(keys), rows).astype(dtype, copy=False)
     shape = keys.shape + values.shape[1:]
-    # No view when the shape is already right: a gradient that owns its memory can be
-    # handed to the leaf's buffer without a copy (``autograd.engine._adopt``).
+    # New memory (a view only to restore the shape): the autograd engine hands a gradient
+    # it merged by ``add_n`` to the leaf's buffer without copying it.
     return keys, sums if sums.shape == shape else sums.reshape(shape)
 
 
 @add_n.impl("row_sparse", ...)
 def _(*args):
     shape, dtype = _common(args)
+    # Each term's rows are sorted and unique: the stable sort merges those runs linearly.
     rows, data = _sum_by_key(np.concatenate([a._indices for a in args]),
-                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]),
-                             shape[0])
+                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
     return RowSparseNDArray(data, rows, shape, args[0].context)
 
 

@@ -195,7 +195,7 @@ class Executor:
         if len(grads) != len(outs):
             raise NetsError(f"backward: {len(grads)} out_grads for {len(outs)} outputs")
         pairs = [(o, g if g is None or isinstance(g, NDArray) else array(g, dtype=o.dtype))
-                 for o, g in zip(outs, grads) if o._node is not None or o._grad is not None]
+                 for o, g in zip(outs, grads) if o._node is not None or o._grad_slot is not None]
         if pairs:
             autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
                               train_mode=is_train)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nets
-from nets import autograd, kernels, nd
+from nets import autograd, nd
 from nets.base import NetsError, ShapeError, StorageTypeError
 from nets.ops.registry import RECORDER
 from nets.test_utils import assert_almost_equal
@@ -160,45 +160,52 @@ def test_write_keeps_the_buffer_object_and_dtype():
     assert_almost_equal(buf, [2.0, 2.0, 2.0])
 
 
-def test_write_adopts_a_fresh_gradient_instead_of_copying():
+def test_write_fills_a_dense_buffer_in_place():
     x = nd.array(np.ones((3, 2), np.float32))
     x.attach_grad()
-    old = id(x.grad._np)  # (holding the buffer itself would make adopting unsafe)
+    held = np.asarray(x.grad)  # the caller's numpy view of the buffer
     with autograd.record():
         y = (x * 3).sum()
     y.backward()
-    assert id(x.grad._np) != old  # the computed gradient's buffer, no copy
-    assert_almost_equal(x.grad, np.full((3, 2), 3.0))
+    np.testing.assert_array_equal(held, np.full((3, 2), 3.0))  # the same memory, filled
     bias = nd.array(np.ones(2, np.float32))
     bias.attach_grad()
-    old = id(bias.grad._np)
+    held = np.asarray(bias.grad)
     with autograd.record():
         y = nd.broadcast_add(x, bias).sum()  # the bias gradient: a sum over the batch axis
     y.backward()
-    assert id(bias.grad._np) != old
-    assert_almost_equal(bias.grad, [3.0, 3.0])
+    np.testing.assert_array_equal(held, [3.0, 3.0])
 
 
-def test_write_adopts_a_row_sparse_embedding_gradient(monkeypatch):
-    made = []  # where the gradient rows the Embedding vjp computes live (not the arrays:
-    real = kernels.embedding.sum_rows_by_slot  # holding them would make adopting unsafe)
+def test_write_takes_a_row_sparse_gradient_only_when_the_engine_made_it(monkeypatch):
+    from nets.autograd import engine
+    made = []  # the merges the engine made (holding them here does not change ownership)
+    real = engine._sum
 
-    def spy(*args):
-        sums = real(*args)
-        made.append(sums.__array_interface__["data"][0])
-        return sums
-    monkeypatch.setattr(kernels.embedding, "sum_rows_by_slot", spy)
+    def spy(grads):
+        out = real(grads)
+        if len(grads) > 1:
+            made.append(out)
+        return out
+    monkeypatch.setattr(engine, "_sum", spy)
     w = nd.array(np.ones((6, 2), np.float32))
     w.attach_grad(stype="row_sparse")
+    lookup = dict(input_dim=6, output_dim=2, sparse_grad=True)
     with autograd.record():
-        z = nd.Embedding(nd.array([4, 1, 4]), w, input_dim=6, output_dim=2,
-                         sparse_grad=True).sum()
-    z.backward()
-    assert_almost_equal(w.grad, np.array([[0, 0], [1, 1], [0, 0], [0, 0], [2, 2], [0, 0]]))
-    assert made == [w.grad._data.__array_interface__["data"][0]]  # taken, not copied
+        z = nd.Embedding(nd.array([4, 1, 4]), w, **lookup).sum()
+    z.backward()  # one contribution: the vjp's array, copied
+    expected = np.array([[0, 0], [1, 1], [0, 0], [0, 0], [2, 2], [0, 0]])
+    assert_almost_equal(w.grad, expected)
+    assert made == []
+    with autograd.record():
+        z = (nd.Embedding(nd.array([4, 1, 4]), w, **lookup).sum()
+             + nd.Embedding(nd.array([1, 5]), w, **lookup).sum())
+    z.backward()  # two contributions merged by the engine: their sum's rows are taken
+    assert_almost_equal(w.grad, expected + [[0, 0], [1, 1], [0, 0], [0, 0], [0, 0], [1, 1]])
+    assert len(made) == 1 and w.grad._data is made[0]._data
 
 
-def test_write_copies_when_adopting_would_alias():
+def test_write_never_shares_memory_with_arrays_others_hold():
     x = nd.array(np.ones(4, np.float32))
     x.attach_grad()
     view = x.grad[1:3]  # a view of the buffer must keep showing the gradient

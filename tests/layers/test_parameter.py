@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from nets import init, nd
+from nets import autograd, init, nd
 from nets.base import NetsError, ShapeError
 from nets.layers import DeferredInitializationError, Parameter, ParameterDict
 
@@ -37,6 +37,31 @@ def test_int_shape_and_grad_req_null():
         p.grad()
     p.grad_req = "write"
     assert p.grad().shape == (4,)
+
+
+@pytest.mark.parametrize("grad_stype", ["default", "row_sparse"])
+def test_the_parameter_declares_its_gradient_slot(grad_stype):
+    p = Parameter("w", shape=(4, 2), grad_stype=grad_stype, init="ones")
+    p.initialize()
+    slot = autograd.grad_slot(p.data())
+    assert slot.buffer is p.grad() and slot.stype == grad_stype and slot.req == "write"
+    assert not slot.fresh  # no backward yet
+    with autograd.record():
+        y = nd.Embedding(nd.array([3, 3]), p.data(), input_dim=4, output_dim=2,
+                         sparse_grad=grad_stype == "row_sparse").sum()
+    y.backward()
+    assert slot.fresh
+    np.testing.assert_array_equal(p.grad().asnumpy(), [[0, 0], [0, 0], [0, 0], [2, 2]])
+    p.grad_req = "add"  # a new declaration: a new, zero buffer that accumulates
+    slot = autograd.grad_slot(p.data())
+    assert slot.req == "add" and slot.stype == grad_stype and not slot.fresh
+    assert not p.grad().asnumpy().any()
+    p.grad_req = "null"  # no slot at all: backward delivers nothing to it
+    assert autograd.grad_slot(p.data()) is None and p.data().grad is None
+    p.cast("float64")
+    assert autograd.grad_slot(p.data()) is None
+    p.grad_req = "write"
+    assert p.grad().dtype == np.float64 and p.grad().stype == grad_stype
 
 
 def test_uninitialized_and_deferred_errors():
