@@ -24,7 +24,7 @@ from .base import NetsError, ShapeError
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC",
            "Perplexity", "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood",
-           "PearsonCorrelation", "Loss", "CustomMetric", "AUC", "np", "check_label_shapes",
+           "PearsonCorrelation", "Loss", "CustomMetric", "AUC", "check_label_shapes",
            "create", "register", "alias"]
 
 _REGISTRY = {}
@@ -400,8 +400,9 @@ class MCC(_BinaryClassification):
 class Perplexity(EvalMetric):
     """``exp`` of the mean negative log-likelihood of the labels: ``pred`` holds class
     probabilities along ``axis`` (default the last), one label per probability vector
-    (labels are cast to integers, as MXNet's int32 cast). Labels equal to ``ignore_label`` (None: none) are left out of both the sum and the
-    count; probabilities are floored at 1e-10 before the log (MXNet's rule)."""
+    (labels are cast to integers, as MXNet casts them to int32). Labels equal to
+    ``ignore_label`` (None: none) are left out of both the sum and the count;
+    probabilities are floored at 1e-10 before the log (MXNet's rule)."""
 
     def __init__(self, ignore_label, axis=-1, name="perplexity", output_names=None,
                  label_names=None):
@@ -616,7 +617,8 @@ class CustomMetric(EvalMetric):
 
 def np(numpy_feval, name=None, allow_extra_outputs=False):
     """A ``CustomMetric`` of the function ``numpy_feval(label, pred)`` of numpy arrays
-    (MXNet's ``mx.metric.np``)."""
+    (MXNet's ``mx.metric.np``; left out of ``__all__`` so that ``import *`` does not
+    shadow numpy's usual name)."""
     return CustomMetric(numpy_feval, name, allow_extra_outputs)
 
 

@@ -325,7 +325,8 @@ def test_f1_macro_micro_and_mcc():
     assert micro.get()[1] == pytest.approx(2 / 3)  # tp 2, fp 1, fn 1
     micro.reset_local()
     micro.update(nd.array(batches[1][0]), nd.array(batches[1][1]))
-    assert micro.get()[1] == 1.0 and micro.get_global()[1] == pytest.approx(0.75)  # tp 3, fp 1, fn 1
+    assert micro.get()[1] == 1.0
+    assert micro.get_global()[1] == pytest.approx(0.75)  # tp 3, fp 1, fn 1
     with pytest.raises(NetsError, match=r"binary classification only; .*\[0, 1, 2\]"):
         f1.update(nd.array([0, 1, 2]), nd.array(_PROBS))
     # MXNet's MCC example: tp 10000, fp 1000, fn 1, tn 1
@@ -341,8 +342,7 @@ def test_f1_macro_micro_and_mcc():
 
 
 def test_custom_metric_and_np():
-    feval = lambda x, y: (x + y).mean()  # noqa: E731
-    m = metric.CustomMetric(feval=feval)
+    m = metric.CustomMetric(feval=lambda x, y: (x + y).mean())
     m.update([nd.array([2.5, 0.0, 2, 8])], [nd.array([3, -0.5, 2, 7])])
     assert m.get() == ("custom(<lambda>)", 6.0)  # MXNet's docstring example
 
