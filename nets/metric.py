@@ -12,7 +12,8 @@ decorator registering ``klass.__name__.lower()``) and ``alias(*names)`` add name
 MXNet. Departures from MXNet 1.9.1: ``MAE``, ``MSE`` and ``RMSE`` average over every
 element seen (MXNet averages per-batch means, which weighs a short last batch as much as a
 full one); ``TopKAccuracy`` accepts ``top_k=1``; ``F1`` and ``MCC`` also accept one score
-per sample (thresholded at 0.5); errors are ``NetsError``s (``ShapeError`` is also a
+per sample (thresholded at 0.5); ``Perplexity`` rejects labels out of range (MXNet's
+``pick`` clips them into range); errors are ``NetsError``s (``ShapeError`` is also a
 ``ValueError``, as MXNet raises); ``AUC`` is nets' own.
 """
 import math
