@@ -7,6 +7,7 @@ import sys as _sys
 
 from . import (autograd, data, init, layers, loss, metric, module, ndarray, optim, random,
                symbol, test_utils, utils)
+from . import callback, model
 from . import module as mod
 from . import ndarray as nd
 from . import symbol as sym
@@ -24,3 +25,4 @@ __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__versi
            "autograd", "cpu", "current_context", "data", "gpu", "init", "layers", "loss",
            "metric", "mod", "module", "nd", "ndarray", "num_gpus", "optim", "random", "sym",
            "symbol", "test_utils", "utils"]
+__all__ += ["callback", "model"]
