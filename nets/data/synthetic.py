@@ -2,7 +2,7 @@
 design matrix with power-law feature frequencies, the hidden model and its labels."""
 import numpy as np
 
-from ..base import as_dtype
+from ..base import NetsError, as_dtype
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..random import generator
@@ -26,9 +26,9 @@ def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_cla
     one. ``seed=None`` draws from ``nets.random``.
     """
     if task not in ("binary", "regression", "multiclass"):
-        raise ValueError(f"task={task!r}: expected 'binary', 'regression' or 'multiclass'")
+        raise NetsError(f"task={task!r}: expected 'binary', 'regression' or 'multiclass'")
     if not 0 <= nnz_per_row <= n_features:
-        raise ValueError(f"nnz_per_row={nnz_per_row} must be in [0, n_features={n_features}]")
+        raise NetsError(f"nnz_per_row={nnz_per_row} must be in [0, n_features={n_features}]")
     rng = generator() if seed is None else np.random.default_rng(seed)
     dtype = as_dtype(dtype)
     cdf = np.cumsum(1.0 / np.arange(1, n_features + 1) ** zipf_s)
