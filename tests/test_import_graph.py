@@ -171,7 +171,8 @@ def problems(root, floors):
                              and theirs > mine):
                 found["upward"].append(f"{where}: {m} (floor {mine}) imports {t} "
                                        f"(floor {top if root_face else theirs})")
-            if _package(t, root_name) == _package(m, root_name) or not mod.startswith(root_name):
+            inside = mod == root_name or mod.startswith(root_name + ".")
+            if not inside or _package(t, root_name) == _package(m, root_name):
                 continue
             bad = [n for n in names if _private(n)] + [
                 part for part in mod.split(".") if _private(part)]
