@@ -5,18 +5,16 @@ load and compile on first use (and are cached on disk).
 """
 import sys as _sys
 
-from . import (autograd, data, init, layers, loss, metric, module, ndarray, optim, random,
+from . import (autograd, data, init, layers, loss, metric, module, nd, ndarray, optim, random,
                symbol, test_utils, utils)
 from . import callback, model
 from . import module as mod
-from . import ndarray as nd
 from . import symbol as sym
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
                    num_gpus)
 from .trainer import Trainer
 
-_sys.modules[__name__ + ".nd"] = ndarray  # `import nets.nd` / `from nets.nd import sparse` work
-_sys.modules[__name__ + ".sym"] = symbol
+_sys.modules[__name__ + ".sym"] = symbol  # `import nets.sym` / `from nets.sym import sparse`
 _sys.modules[__name__ + ".mod"] = module
 
 __version__ = "0.1.0"

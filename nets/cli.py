@@ -85,11 +85,11 @@ def _demo(args):
     1M -> 128 -> 8 -> 1 network, their epoch time and weight/gradient memory."""
     import numpy as np
 
-    from . import Trainer, data, layers, loss, nd, test_utils
+    from . import Trainer, data, layers, loss, nd
     _check_positive(args, "samples", "features", "batch_size", "epochs")
     print(f"Generating {args.samples} x {args.features:,} CSR data, 10 non-zeros per row ...")
-    X, _, _ = test_utils.make_sparse_dataset(args.samples, args.features,
-                                             min(10, args.features), task="binary", seed=0)
+    X, _, _ = data.make_sparse_dataset(args.samples, args.features,
+                                       min(10, args.features), task="binary", seed=0)
     rowsum = nd.sum(X, axis=1).asnumpy()
     y = nd.array((rowsum > rowsum.mean()).astype(np.float32))  # the tutorial's label rule
     variants = [

@@ -3,6 +3,7 @@ storage type and density, and comparisons that accept nets, numpy and scalars.""
 import numpy as np
 
 from .base import as_dtype, check_stype, cpu
+from .data.synthetic import make_sparse_dataset
 from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
 from .ndarray.dense import NDArray
 from .random import generator
@@ -213,76 +214,3 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
                                      f"expected {stypes[i]!r}")
             assert_almost_equal(g, numeric, rtol, atol,
                                 names=(f"{how} gradient of inputs[{i}]", "numeric gradient"))
-
-
-from .ndarray.csr import CSRNDArray  # (appended with make_sparse_dataset)
-
-
-def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_classes=2,
-                        zipf_s=1.05, seed=None, dtype="float32"):
-    """A synthetic sparse learning problem: ``(X, y, w)``.
-
-    ``X`` is a CSR ``(n_samples, n_features)`` matrix with exactly ``nnz_per_row`` distinct
-    features per row and values uniform in (0, 1). Features have power-law frequencies: the
-    feature of popularity rank k is drawn with probability proportional to ``1 / k**zipf_s``
-    (a truncated Zipf law; the ranks are spread over a random permutation of the ids), a row
-    keeping its first ``nnz_per_row`` distinct draws. ``w`` is the hidden model, standard
-    normal: ``(n_features,)``, or ``(n_features, n_classes)`` for ``task='multiclass'``.
-    Labels: ``'binary'`` 0/1 drawn from ``sigmoid(X @ w)``, ``'regression'``
-    ``X @ w + N(0, 0.1**2)``, ``'multiclass'`` ``argmax(X @ w)``. Vectorised numpy: a
-    200,000 x 30 problem takes a second or two. ``seed=None`` draws from ``nets.random``.
-    """
-    if task not in ("binary", "regression", "multiclass"):
-        raise ValueError(f"task={task!r}: expected 'binary', 'regression' or 'multiclass'")
-    if not 0 <= nnz_per_row <= n_features:
-        raise ValueError(f"nnz_per_row={nnz_per_row} must be in [0, n_features={n_features}]")
-    rng = generator() if seed is None else np.random.default_rng(seed)
-    dtype = as_dtype(dtype)
-    cdf = np.cumsum(1.0 / np.arange(1, n_features + 1) ** zipf_s)
-    cdf /= cdf[-1]
-    guide = np.searchsorted(cdf, np.arange(n_features) / n_features)  # Chen's guide table
-    ids = rng.permutation(n_features)
-
-    def draw(shape):  # inverse-CDF sampling: the guide table's rank, then a short walk up
-        u = rng.random(shape).reshape(-1)
-        k = guide[(u * n_features).astype(np.int64)]
-        todo = np.flatnonzero(cdf[k] < u)
-        while todo.size:
-            k[todo] += 1
-            todo = todo[cdf[k[todo]] < u[todo]]
-        return ids[k].reshape(shape)
-
-    cols = np.zeros((n_samples, nnz_per_row), np.int64)
-    todo, draws = np.arange(n_samples if nnz_per_row else 0), nnz_per_row * 3 // 2 + 8
-    for _ in range(4):  # rows short of distinct features draw again, more
-        if not todo.size:
-            break
-        cand = draw((todo.size, draws))
-        key = np.sort(cand * draws + np.arange(draws), axis=1)  # by feature, then draw order
-        first = np.ones(key.shape, bool)
-        first[:, 1:] = key[:, 1:] // draws != key[:, :-1] // draws
-        mark = np.zeros(key.shape, bool)  # first draws of each feature, in draw order
-        mark[np.nonzero(first)[0], key[first] % draws] = True
-        done = first.sum(axis=1) >= nnz_per_row
-        keep = mark[done] & (np.cumsum(mark[done], axis=1) <= nnz_per_row)
-        cols[todo[done]] = np.sort(cand[done][keep].reshape(-1, nnz_per_row), axis=1)
-        todo, draws = todo[~done], 2 * draws
-    p = np.diff(cdf, prepend=0.0)
-    for i in todo:  # rare (n_features close to nnz_per_row): exact weighted draws
-        cols[i] = np.sort(rng.choice(ids, nnz_per_row, replace=False, p=p))
-    values = rng.random(cols.shape, dtype=np.float32)
-    values[values == 0] = 0.5
-    X = CSRNDArray(values.reshape(-1).astype(dtype), cols.reshape(-1),
-                   np.arange(n_samples + 1, dtype=np.int64) * nnz_per_row, (n_samples, n_features))
-    w = rng.normal(size=(n_features, n_classes) if task == "multiclass" else n_features)
-    rows = np.repeat(np.arange(n_samples), nnz_per_row)
-    contrib = values.reshape(-1, 1) * w.reshape(n_features, -1)[cols.reshape(-1)]
-    scores = np.stack([np.bincount(rows, contrib[:, k], minlength=n_samples)
-                       for k in range(contrib.shape[1])], axis=1)
-    if task == "binary":
-        y = (rng.random(n_samples) < 1.0 / (1.0 + np.exp(-scores[:, 0]))).astype(dtype)
-    elif task == "regression":
-        y = (scores[:, 0] + rng.normal(0.0, 0.1, n_samples)).astype(dtype)
-    else:
-        y = np.argmax(scores, axis=1).astype(dtype)
-    return X, NDArray(y), NDArray(w.astype(dtype))

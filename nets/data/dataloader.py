@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import ndarray as nd
+from .. import nd
 from ..base import NetsError, StorageTypeError
 from ..ndarray.dense import NDArray
 from ..random import generator

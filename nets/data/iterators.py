@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import ndarray as nd
+from .. import nd
 from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray

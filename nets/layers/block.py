@@ -10,8 +10,9 @@ across runs.
 import threading
 from collections import OrderedDict
 
-from .. import ndarray as _nd
+from .. import nd as _nd
 from .. import symbol as _symbol
+from ..symbol.checkpoint import save_checkpoint
 from ..base import NetsError, ShapeError
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter, ParameterDict
@@ -232,11 +233,10 @@ class HybridBlock(Block):
     ``data`` or ``data0, data1, ...``) and every later call with inputs of the same
     shapes, dtypes and storage types runs that cached graph: the operators'
     implementations are looked up once, on the first call, then called directly, without
-    the block calls, argument binding and storage-type dispatch of the imperative path
-    (W1 of ``benchmarks/run.py``: ~10-15% less time per training step). The same
-    implementations run on the same arrays and ``autograd.record()`` records each of them,
-    so outputs and gradients (row_sparse ones and second derivatives included) equal the
-    imperative path's.
+    the block calls, argument binding and storage-type dispatch of the imperative path.
+    The same implementations run on the same arrays and ``autograd.record()`` records
+    each of them, so outputs and gradients (row_sparse ones and second derivatives
+    included) equal the imperative path's.
     Deferred parameter shapes come from the graph's shape inference. ``export(path)``
     saves the latest graph and the parameters (``nets.mod.Module.load`` reads them).
     """
@@ -308,7 +308,6 @@ class HybridBlock(Block):
         """Save the latest traced graph to ``<path>-symbol.json`` and its parameters to
         ``<path>-<epoch:04d>.params.npz`` (``nets.mod.save_checkpoint``'s files). Needs
         ``hybridize()`` and one call first."""
-        from ..module import save_checkpoint
         if self._graph is None:
             raise NetsError(f"{type(self).__name__}.export needs a graph: call hybridize() "
                             f"and run the block once first")

@@ -1,4 +1,5 @@
 """Containers: ``Sequential``, ``HybridSequential``, ``Lambda``, ``HybridLambda``."""
+from .. import nd
 from ..base import NetsError
 from .block import Block, HybridBlock
 
@@ -39,7 +40,6 @@ class HybridSequential(_SequentialMixin, HybridBlock):
 
 def _resolve(function, name):
     if isinstance(function, str):
-        from .. import nd
         if not hasattr(nd, function):
             raise NetsError(f"{name}: nets.nd has no function {function!r}")
         return getattr(nd, function)

@@ -17,9 +17,8 @@ from .. import init as init_mod
 from .. import optim
 from ..base import NetsError, current_context
 from ..optim.states import load_states, save_states
-from ..serialization import load_arrays, save_arrays
 from ..symbol import Symbol
-from ..symbol import load as load_symbol
+from ..symbol.checkpoint import load_checkpoint, save_checkpoint
 from .base_module import BaseModule
 
 __all__ = ["Module", "save_checkpoint", "load_checkpoint"]
@@ -28,36 +27,8 @@ _ParamInfo = namedtuple("_ParamInfo", ["name", "lr_mult", "wd_mult"])
 _LABELS = ("softmax_label",)
 
 
-def _params_file(prefix, epoch):
-    return f"{prefix}-{int(epoch):04d}.params.npz"
-
-
 def _states_file(prefix, epoch):
     return f"{prefix}-{epoch:04d}.states.npz"
-
-
-def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params=None):
-    """Write ``symbol`` to ``<prefix>-symbol.json`` and the parameters to
-    ``<prefix>-<epoch:04d>.params.npz`` (sparse ones stay sparse)."""
-    if aux_params:
-        raise NetsError(f"save_checkpoint: nets symbols have no auxiliary states, got "
-                        f"{sorted(aux_params)}")
-    symbol.save(f"{prefix}-symbol.json")
-    save_arrays(_params_file(prefix, epoch), {f"arg:{k}": v for k, v in arg_params.items()},
-                {"kind": "checkpoint", "epoch": int(epoch)})
-
-
-def load_checkpoint(prefix, epoch):
-    """``(symbol, arg_params, aux_params)`` from the files ``save_checkpoint`` wrote."""
-    symbol = load_symbol(f"{prefix}-symbol.json")
-    fname = _params_file(prefix, epoch)
-    arrays, config = load_arrays(fname)
-    if config.get("kind") != "checkpoint":
-        raise NetsError(f"{fname}: not a checkpoint parameters file")
-    bad = [k for k in arrays if not k.startswith("arg:")]
-    if bad:
-        raise NetsError(f"{fname}: unexpected entries {bad} (expected 'arg:<name>')")
-    return symbol, {k[4:]: v for k, v in arrays.items()}, {}
 
 
 def _descs(shapes, names, what):

@@ -1,5 +1,5 @@
-"""Array creation: ``array``, ``zeros``, ``ones``, ``full``, ``empty``, ``arange`` and the
-sparse constructors ``csr_matrix`` and ``row_sparse_array``.
+"""Array creation: ``array``, ``zeros``, ``ones``, ``full``, ``empty``, ``arange``,
+``from_numpy`` and the sparse constructors ``csr_matrix`` and ``row_sparse_array``.
 
 Everything built from user data is validated here (then trusted downstream).
 """
@@ -82,6 +82,11 @@ def full(shape, val, ctx=None, dtype=None):
 def empty(shape, ctx=None, dtype=None, stype=None):
     """An array to be overwritten (zero-filled: nets never hands out uninitialised memory)."""
     return zeros(shape, ctx, dtype, stype)
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """A dense ``NDArray`` sharing memory with ``ndarray`` when ``zero_copy``."""
+    return NDArray(ndarray if zero_copy else np.array(ndarray))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):

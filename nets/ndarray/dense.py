@@ -1,53 +1,19 @@
 """``NDArray``: a dense n-d array holding one numpy array.
 
 ``NDArray`` is also the base class of the sparse arrays (as in MXNet), so the
-common interface — shape/dtype/stype, conversion, copying, Python operators and
-fluent methods — lives here once. Operators are looked up lazily in
-``nets.ops`` (which imports this module), so arrays never import operators at
-module load.
+common interface — shape/dtype/stype, conversion, copying, assignment — lives here
+once. The arrays import nothing above ``nets.base``: the methods that compute through
+operators (Python arithmetic and comparisons, ``T``, ``tostype``, ``reshape`` and the
+fluent methods such as ``x.sum()``) are installed onto ``NDArray`` by ``nets.ops`` when
+it is imported (``nets.ops.methods``).
 """
 import math
-import numbers
 
 import numpy as np
 
-from ..base import (RECORDER, NetsError, ShapeError, as_dtype, check_stype, cpu,
-                    current_context)
+from ..base import RECORDER, NetsError, ShapeError, as_dtype, cpu, current_context
 
-_OPS = None
 _CPU = cpu()
-
-
-def ops():
-    """The ``nets.ops`` namespace (imported on first use: ops depend on arrays)."""
-    global _OPS
-    if _OPS is None:
-        from .. import ops as _ops
-        _OPS = _ops
-    return _OPS
-
-
-def _binary(name, reflected=False):
-    def method(self, other):
-        fn = getattr(ops(), name)
-        return fn(other, self) if reflected else fn(self, other)
-    method.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return method
-
-
-def _inplace(name):
-    def method(self, other):
-        self._assign(getattr(ops(), name)(self, other))  # __setitem__ guards autograd graphs
-        return self
-    return method
-
-
-def _fluent(name):
-    def method(self, *args, **kwargs):
-        return getattr(ops(), name)(self, *args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"Fluent form of ``nets.nd.{name}(self, ...)``."
-    return method
 
 
 class NDArray:
@@ -99,11 +65,6 @@ class NDArray:
     ctx = context
 
     @property
-    def T(self):
-        """Transpose (reverses the axes)."""
-        return ops().transpose(self)
-
-    @property
     def nbytes(self):
         """Bytes held by this array's buffers."""
         return self._np.nbytes
@@ -126,10 +87,6 @@ class NDArray:
     def item(self):
         """Same as ``asscalar``."""
         return self.asscalar()
-
-    def tostype(self, stype):
-        """A copy in storage type ``stype`` (``'default'``, ``'csr'``, ``'row_sparse'``)."""
-        return ops().cast_storage(self, stype=check_stype(stype))
 
     def astype(self, dtype, copy=True):
         """Values cast to ``dtype``; with ``copy=False`` returns self when it already matches."""
@@ -241,7 +198,7 @@ class NDArray:
             raise TypeError("only integer arrays can be used as an index")
         return int(self.asscalar())
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # nets.ops installs __eq__; arrays hash by identity
 
     def __repr__(self):
         body = np.array2string(self._np, threshold=200, edgeitems=3, separator=" ")
@@ -252,43 +209,5 @@ class NDArray:
         """Write own values into the numpy array ``dense`` (sparse classes override)."""
         dense[...] = self._np
 
-    # Python operators: nets.ops' broadcasting functions accept scalars on either side.
-    __add__, __radd__ = _binary("add"), _binary("add", True)
-    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
-    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
-    __truediv__, __rtruediv__ = _binary("divide"), _binary("divide", True)
-    __pow__, __rpow__ = _binary("power"), _binary("power", True)
-    __mod__, __rmod__ = _binary("modulo"), _binary("modulo", True)
-    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
-    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
-    __lt__, __le__ = _binary("lesser"), _binary("lesser_equal")
-    __iadd__, __isub__ = _inplace("add"), _inplace("subtract")
-    __imul__, __itruediv__ = _inplace("multiply"), _inplace("divide")
-    __imod__ = _inplace("modulo")
-
-    def __neg__(self):
-        return ops().negative(self)
-
-    def __abs__(self):
-        return ops().abs(self)
-
-    def reshape(self, *shape, **kwargs):
-        """Reshape; accepts ``reshape(2, 3)`` or ``reshape((2, 3))`` (MXNet codes 0, -1 too)."""
-        if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
-            shape = shape[0]
-        if shape:
-            kwargs["shape"] = tuple(shape)
-        return ops().reshape(self, **kwargs)
-
-
-_FLUENT_METHODS = (
-    "transpose", "flatten", "expand_dims", "broadcast_to", "slice", "slice_axis", "take",
-    "split", "one_hot", "sum", "mean", "max", "min", "norm", "argmax", "abs", "sign", "sqrt",
-    "square", "exp", "log", "log1p", "expm1", "relu", "sigmoid", "tanh", "softsign", "clip",
-    "round", "floor", "ceil", "softmax", "log_softmax", "zeros_like", "ones_like",
-)
-for _name in _FLUENT_METHODS:
-    setattr(NDArray, _name, _fluent(_name))
-del _name
 
 __all__ = ["NDArray"]

@@ -1,6 +1,4 @@
-"""The ``nets.nd.sparse`` namespace: sparse constructors plus every operator."""
-from ..ops import *
-from ..ops import __all__ as _op_names
+"""The sparse array classes and their constructors (``nets.nd.sparse`` adds the operators)."""
 from .creation import csr_matrix, row_sparse_array
 from .creation import sparse_array as array
 from .creation import zeros_sparse as zeros
@@ -14,4 +12,4 @@ def empty(stype, shape, ctx=None, dtype=None):
 
 
 __all__ = ["csr_matrix", "row_sparse_array", "zeros", "empty", "array", "CSRNDArray",
-           "RowSparseNDArray"] + list(_op_names)
+           "RowSparseNDArray"]

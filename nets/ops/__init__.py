@@ -1,10 +1,15 @@
 """Every operator of nets, declared once per family module (see ``registry``).
 
-This namespace is what ``nets.nd`` and ``nets.nd.sparse`` re-export.
+This namespace is what ``nets.nd`` and ``nets.nd.sparse`` re-export. Importing it also
+installs NDArray's Python operators and fluent methods (``methods.install``): the array
+classes import nothing above them.
 """
-from . import dot as _dot_mod, elemwise, nn, output, reduce, shape, sparse_ops, unary
+import sys as _sys
+
+from . import dot as _dot_mod, elemwise, methods, nn, output, reduce, shape, sparse_ops, unary
 from .dot import *
 from .elemwise import *
+from .methods import FLUENT_METHODS
 from .nn import *
 from .output import *
 from .reduce import *
@@ -16,3 +21,5 @@ from .unary import *
 __all__ = sorted(set(_dot_mod.__all__ + elemwise.__all__ + nn.__all__ + output.__all__
                      + reduce.__all__
                      + shape.__all__ + sparse_ops.__all__ + unary.__all__))
+
+methods.install(_sys.modules[__name__])

@@ -19,7 +19,7 @@ import numpy as np
 from .. import init as init_mod
 from .. import ops
 from ..base import NetsError, as_dtype, check_stype
-from ..ndarray.dense import _FLUENT_METHODS
+from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
 from ..ops.registry import _EMPTY, OPS, Op
 
