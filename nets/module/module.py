@@ -80,9 +80,11 @@ class Module(BaseModule):
 
     ``label_names`` that are not arguments of the symbol are ignored (a prediction
     symbol has none); ``fixed_param_names`` get no gradient and no update. Weight decay
-    skips parameters named ``...bias``/``...beta`` unless they declare ``wd_mult``
-    (MXNet's Module gave wd 0 to every name not ending in ``_weight``/``_gamma``, even
-    a weight named ``w``).
+    goes only to parameters whose names end in ``_weight`` or ``_gamma`` unless a
+    variable declares ``wd_mult`` (MXNet's rule: biases are not decayed). Gradients have
+    the storage types ``simple_bind`` infers (row_sparse for ``dot(csr, w)``'s ``w`` or a
+    sparse-gradient ``Embedding`` weight), and the optimizer updates a row_sparse
+    gradient lazily: only its rows of the weight and of every state are touched.
     """
 
     def __init__(self, symbol, data_names=("data",), label_names=_LABELS, context=None,
@@ -227,7 +229,7 @@ class Module(BaseModule):
             raise NetsError(f"init_optimizer: kvstore={kvstore!r}; a nets Module is local")
         specs = self._symbol.attr_dict()
         param_dict = {i: _ParamInfo(n, specs[n].get("lr_mult", 1.0), specs[n].get(
-            "wd_mult", 0.0 if n.endswith(("bias", "beta")) else 1.0))
+            "wd_mult", 1.0 if n.endswith(("_weight", "_gamma")) else 0.0))
                       for i, n in enumerate(self._param_names)}
         if isinstance(optimizer, str):
             kwargs = dict(optimizer_params or ())

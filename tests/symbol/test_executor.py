@@ -8,6 +8,7 @@ import pytest
 import nets
 from nets import autograd, nd, sym
 from nets.base import NetsError, ShapeError
+from nets.ops import registry
 from nets.test_utils import assert_almost_equal, rand_ndarray
 
 
@@ -42,11 +43,14 @@ def test_group_storage_types_and_per_node_fallback_report():
     assert np.all(np.isneginf(logged.asnumpy()))
 
 
-def test_storage_verbose_logs_every_node_at_bind(monkeypatch, caplog):
-    monkeypatch.setenv("NETS_STORAGE_VERBOSE", "1")
+def test_storage_verbose_logs_every_node_at_bind(caplog):
     caplog.set_level(logging.INFO, logger="nets.storage")
     x, w = sym.var("data", stype="csr"), sym.var("weight", stype="row_sparse")
-    sym.sparse.dot(x, w, name="d").simple_bind(data=(3, 4), weight=(4, 2))
+    registry.set_storage_verbose(True)  # (NETS_STORAGE_VERBOSE=1 at import)
+    try:
+        sym.sparse.dot(x, w, name="d").simple_bind(data=(3, 4), weight=(4, 2))
+    finally:
+        registry.set_storage_verbose(False)
     assert "node 'd' (dot): inputs ('csr', 'row_sparse') -> outputs ('default',)" in caplog.text
 
 
