@@ -13,7 +13,8 @@
 
    the one table used by imperative calls, ``nets.sym`` (which only walks graphs and
    asks these), executors allocating gradients, the docs and the test matrix. Families
-   of operators share one rule (``same_shape``, ``nets.ops.unary.declare_vjp``'s gradient stypes);
+   of operators share one rule (``same_shape``; ``nets.ops.unary.declare_vjp`` declares
+   its operators' gradient stypes);
 3. ``@op.impl(*stypes)``: implementations keyed by exactly the input stype combinations
    that run natively; one may return ``NotImplemented`` to decline a case its stypes
    alone cannot rule out (an attribute value, a broadcast shape);
@@ -44,8 +45,8 @@ from ..ndarray.creation import array as _to_array
 from ..ndarray.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
-           "storage_verbose", "set_storage_verbose", "log_storage", "same_shape", "all_same_shape",
-           "shape_attr"]
+           "storage_verbose", "set_storage_verbose", "log_storage", "same_shape",
+           "all_same_shape", "shape_attr"]
 
 OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
@@ -95,7 +96,6 @@ def all_same_shape(ins, attrs):
     """Shape rule of an operator whose inputs and one output all have one shape."""
     shape = next((s for s in ins if s is not None), None)
     return [shape] * len(ins), [shape]
-
 
 
 def stype_of(x):

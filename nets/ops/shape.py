@@ -593,7 +593,8 @@ def _(node, g):
 
 
 _backward_slice = Op("_backward_slice", ("data",),
-                     {"shape": REQUIRED, "begin": REQUIRED, "end": REQUIRED, "step": None}, doc="""\
+                     {"shape": REQUIRED, "begin": REQUIRED, "end": REQUIRED, "step": None},
+                     doc="""\
 The adjoint of ``slice``: zeros of ``shape`` with ``data`` written at the slice (the
 gradient of ``slice`` and ``slice_axis``; its own gradient is ``slice``).
 """)
