@@ -56,7 +56,9 @@ def _(ins, attrs):
 
 @FullyConnected.grad_stype
 def _(data, weight, bias, **attrs):
-    return (None if data == "csr" else "default"), "default", bias and "default"
+    # d data = dot(g, weight) (csr data: none); d weight, d bias dense
+    return (None if data == "csr" else dot.infer_stype("default", weight)[0]), "default", (
+        bias and "default")
 
 
 @FullyConnected.infer
@@ -125,7 +127,7 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: that input takes no gradient (a constant), skip its product
     g = _through_act(node, as_dense(g))
-    if data.stype == "default" and RECORDER.get() is None:
+    if data.stype == weight.stype == "default" and RECORDER.get() is None:
         # not differentiated again: the same products in numpy, without dispatching ops
         g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
         return (None if wants[0] is None else
@@ -574,7 +576,8 @@ def _loss_op(name, attrs, doc, loss, grads):
         kw = dict(node.attrs)
         del kw["shape"]
         g = as_dense(g)._np.reshape(pred.shape)
-        derivs = grads(pred._np, label._np.reshape(pred.shape), **kw)
+        # (sparse operands reach here from the dense fallback)
+        derivs = grads(as_dense(pred)._np, as_dense(label)._np.reshape(pred.shape), **kw)
         return tuple(None if parent is None else
                      NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
                      for parent, x, d in zip(node.parents, (pred, label), derivs))

@@ -28,7 +28,7 @@ from .elemwise import subtract
 from .registry import Op, same_shape
 from .shape import reshape
 from .sparse_ops import as_row_ids
-from .unary import sign
+from .unary import as_dense, sign
 
 __all__ = ["LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput",
            "SoftmaxOutput", "Softmax", "MakeLoss"]
@@ -188,7 +188,7 @@ def _(data, label, grad_scale, ignore_label, multi_output, use_ignore, preserve_
 
 @SoftmaxOutput.vjp
 def _(node, g):
-    data, label = node.inputs
+    data, label = node.inputs[0], as_dense(node.inputs[1])  # (a sparse label fell back)
     a = node.attrs
     p = _class_axis(node.outputs[0], a["multi_output"], a["preserve_shape"])
     k = p.shape[-1]
@@ -234,6 +234,6 @@ def _(data, grad_scale, valid_thresh, normalization):
 def _(node, g):
     data, a = node.inputs[0], node.attrs
     norm = {"null": 1, "batch": data.shape[0] if data.ndim else 1,
-            "valid": max(int((data._np > a["valid_thresh"]).sum()), 1)}
+            "valid": max(int((as_dense(data)._np > a["valid_thresh"]).sum()), 1)}
     return NDArray(np.full(data.shape, a["grad_scale"] / norm[a["normalization"]], data.dtype),
                    data.context)

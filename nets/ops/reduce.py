@@ -421,6 +421,8 @@ broadcast (and one tape node instead of two). Other storage types fall back (the
 only chooses this operator for dense operands).
 """ + _ARGS_DOC)
 _mul_sum.infer(lambda lhs, rhs, **attrs: "default")
+_mul_sum.grad_stype(lambda lhs, rhs, **attrs: (  # expand(g) times the other operand
+    broadcast_mul.infer_stype("default", rhs)[0], broadcast_mul.infer_stype("default", lhs)[0]))
 
 
 @_mul_sum.shape

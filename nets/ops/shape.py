@@ -1041,7 +1041,7 @@ def _(data, index, axis, keepdims, mode):
 
 @_vjp(pick, "index")
 def _(node, g):
-    data, index = node.inputs
+    data, index = node.inputs[0], as_dense(node.inputs[1])  # (a sparse index fell back)
     axis, idx = _pick_indices(data.shape, index, node.attrs["axis"], node.attrs["mode"])
     # one_hot(idx) * g puts each gradient at its picked position along a new last axis,
     # which the transpose moves to `axis`.
