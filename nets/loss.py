@@ -8,7 +8,7 @@ array broadcastable to the loss) weights individual samples.
 """
 from .base import ShapeError
 from .layers.block import HybridBlock, op_in
-from .ops.nn import _l2_loss, _sigmoid_bce
+from .ops.nn import l2_loss, sigmoid_bce
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "LogisticLoss", "HingeLoss", "HuberLoss"]
@@ -80,7 +80,7 @@ class _FusedLoss(Loss):
 class L2Loss(_FusedLoss):
     """``weight/2 * (pred - label)**2`` (MXNet's default weight 1 keeps the 1/2)."""
 
-    _op = _l2_loss
+    _op = l2_loss
 
     def __init__(self, weight=1.0, batch_axis=0, prefix=None):
         super().__init__(weight, batch_axis, prefix)
@@ -100,7 +100,7 @@ class SigmoidBinaryCrossEntropyLoss(_FusedLoss):
     """Binary cross-entropy of labels in {0, 1}. With ``from_sigmoid=False`` (default)
     ``pred`` are logits and the loss is the stable ``max(x,0) - x*y + log1p(exp(-|x|))``."""
 
-    _op = _sigmoid_bce
+    _op = sigmoid_bce
 
     def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, prefix=None):
         super().__init__(weight, batch_axis, prefix)

@@ -1,5 +1,5 @@
 """Layers for sparse inputs and sparse gradients: ``FullyConnectedSparse``, ``SparseEmbedding``."""
-from ..ops.nn import _dot_bias
+from ..ops.nn import dot_bias as _dot_bias
 from .block import HybridBlock, op_in
 
 __all__ = ["FullyConnectedSparse", "SparseEmbedding"]

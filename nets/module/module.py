@@ -1,9 +1,10 @@
 """``Module`` (MXNet's ``mx.mod.Module``): a symbol bound to data and label shapes, its
 parameters, and an optimizer - the symbolic training API - plus checkpoints.
 
-Parameters are the symbol's arguments other than data and labels. Row-sparse ones
-(``Variable(..., stype='row_sparse')``) stay row_sparse, receive row_sparse gradients, and
-the optimizers of ``nets.optim`` update them lazily: only the gradient's rows of the
+Parameters are the symbol's arguments other than data and labels. Their gradients have
+the storage types the symbol infers (row_sparse for a ``row_sparse`` variable, for the
+weight of ``dot(csr, w)`` even when dense, for a ``sparse_grad`` Embedding's weight), and
+the optimizers of ``nets.optim`` update a row_sparse gradient lazily: only its rows of the
 weight and of every state. Checkpoints are ``<prefix>-symbol.json`` (the graph) and
 ``<prefix>-<epoch:04d>.params.npz`` (the parameters, nets' ``.npz`` format, keys
 ``arg:<name>``); loading either never executes code.
@@ -51,9 +52,11 @@ class Module(BaseModule):
 
     ``label_names`` that are not arguments of the symbol are ignored (a prediction
     symbol has none); ``fixed_param_names`` get no gradient and no update. Weight decay
-    skips parameters named ``...bias``/``...beta`` unless they declare ``wd_mult``
-    (MXNet's Module gave wd 0 to every name not ending in ``_weight``/``_gamma``, even
-    a weight named ``w``).
+    goes only to parameters whose names end in ``_weight`` or ``_gamma`` unless a
+    variable declares ``wd_mult`` (MXNet's rule: biases are not decayed). Gradients have
+    the storage types ``simple_bind`` infers (row_sparse for ``dot(csr, w)``'s ``w`` or a
+    sparse-gradient ``Embedding`` weight), and the optimizer updates a row_sparse
+    gradient lazily: only its rows of the weight and of every state are touched.
     """
 
     def __init__(self, symbol, data_names=("data",), label_names=_LABELS, context=None,
@@ -112,8 +115,9 @@ class Module(BaseModule):
              force_rebind=False, shared_module=None, grad_req="write"):
         """Allocate the arrays for these data/label shapes (``DataDesc``s such as an
         iterator's ``provide_data``, or ``(name, shape)`` pairs). With ``for_training``
-        every parameter gets a gradient buffer (``grad_req``), row_sparse for
-        row_sparse parameters; ``inputs_need_grad`` gives the data one too. Rebinding
+        every parameter gets a gradient buffer (``grad_req``) of the storage type the
+        symbol infers for it (``Symbol.infer_grad_storage_type``: row_sparse for the
+        weight of ``dot(csr, w)``); ``inputs_need_grad`` gives the data one too. Rebinding
         keeps initialized parameters; ``shared_module`` shares its parameters."""
         if self.binded and not force_rebind:
             warnings.warn("Module is already bound; pass force_rebind=True to rebind",
@@ -198,7 +202,7 @@ class Module(BaseModule):
             raise NetsError(f"init_optimizer: kvstore={kvstore!r}; a nets Module is local")
         specs = self._symbol.attr_dict()
         param_dict = {i: _ParamInfo(n, specs[n].get("lr_mult", 1.0), specs[n].get(
-            "wd_mult", 0.0 if n.endswith(("bias", "beta")) else 1.0))
+            "wd_mult", 1.0 if n.endswith(("_weight", "_gamma")) else 0.0))
                       for i, n in enumerate(self._param_names)}
         if isinstance(optimizer, str):
             kwargs = dict(optimizer_params or ())

@@ -17,7 +17,7 @@ __all__ = ["dot"]
 def _matmul(a, b):
     """``a @ b`` for 2-D numpy ``a``, ``b`` of one dtype. A contracted size of 1 (an outer
     product, e.g. the input gradient of a one-unit layer) goes to a numba kernel: numpy's
-    matmul takes a slow non-BLAS loop for it (40 us for (512, 1) @ (1, 64), 2.6 us here)."""
+    matmul takes a slow non-BLAS loop for it."""
     if a.shape[1] == 1 and a.dtype in FLOAT_DTYPES and a.dtype == b.dtype:
         return kernels.dense.outer(a[:, 0], b[0])
     return a @ b
@@ -65,6 +65,30 @@ def _(lhs, rhs, transpose_a, transpose_b):
     return "default"
 
 
+@dot.shape
+def _(ins, attrs):
+    a, b = ins
+    if a is None or b is None:
+        return ins, [None]
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    k_a, k_b = (a[0] if ta else a[-1]), (b[-1] if tb else b[0])
+    if k_a != k_b:
+        raise ShapeError(f"dot: lhs {a} (transpose_a={ta}) and rhs {b} (transpose_b={tb}) "
+                         f"do not share the contracted dimension")
+    return ins, [(a[1:] if ta else a[:-1]) + (b[:-1] if tb else b[1:])]
+
+
+@dot.grad_stype
+def _(lhs, rhs, transpose_a, transpose_b):
+    """The stypes of the vjp's products (``g`` in the output's stype): ``dot(csr, W)``
+    gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's)."""
+    def out(a, b, ta, tb):
+        return dot.infer_stype(a, b, transpose_a=ta, transpose_b=tb)[0]
+    g = out(lhs, rhs, transpose_a, transpose_b)
+    return (out(rhs, g, transpose_b, True) if transpose_a else out(g, rhs, False, not transpose_b),
+            out(g, lhs, True, transpose_a) if transpose_b else out(lhs, g, not transpose_a, False))
+
+
 def _check_dtypes(lhs, rhs):
     if lhs.dtype != rhs.dtype:
         raise DTypeError(f"dot: lhs has dtype {lhs.dtype} and rhs {rhs.dtype}; cast one "
@@ -96,40 +120,64 @@ def _(lhs, rhs, transpose_a, transpose_b):
     return NDArray(out, lhs.context)
 
 
-@dot.impl("*", "*")
-def _(lhs, rhs, transpose_a, transpose_b):
-    _check_dtypes(lhs, rhs)
-    if lhs.ndim != 2 or rhs.ndim != 2:
-        raise _shape_error(lhs, rhs, transpose_a, transpose_b, "sparse dot needs 2-D operands")
-    k_lhs, k_rhs = lhs.shape[0 if transpose_a else 1], rhs.shape[1 if transpose_b else 0]
-    if k_lhs != k_rhs:
-        raise _shape_error(lhs, rhs, transpose_a, transpose_b,
-                           f"contracted sizes differ ({k_lhs} vs {k_rhs})")
-    return _dot2(lhs, rhs, transpose_a, transpose_b)
+def _sparse_impl(*patterns):
+    """Register ``fn`` for each stype pair of ``patterns``, after the checks every product
+    with a sparse operand needs (2-D operands of one dtype, matching contracted sizes)."""
+    def register(fn):
+        def impl(lhs, rhs, transpose_a, transpose_b):
+            _check_dtypes(lhs, rhs)
+            if lhs.ndim != 2 or rhs.ndim != 2:
+                raise _shape_error(lhs, rhs, transpose_a, transpose_b,
+                                   "sparse dot needs 2-D operands")
+            k_lhs, k_rhs = lhs.shape[0 if transpose_a else 1], rhs.shape[1 if transpose_b else 0]
+            if k_lhs != k_rhs:
+                raise _shape_error(lhs, rhs, transpose_a, transpose_b,
+                                   f"contracted sizes differ ({k_lhs} vs {k_rhs})")
+            return fn(lhs, rhs, transpose_a, transpose_b)
+        for pattern in patterns:
+            dot.impl(*pattern)(impl)
+        return fn
+    return register
 
 
-def _dot2(lhs, rhs, ta, tb):
-    """dot of validated 2-D operands of any stypes (row_sparse reduced to its stored rows)."""
-    if lhs.stype == "row_sparse":
-        rows = NDArray(lhs._data, lhs.context)
-        if not ta:  # lhs rows are output rows
-            return _scatter_rows(_dot2(rows, rhs, False, tb), lhs._indices, lhs.shape[0])
-        # lhs rows are contracted: only the matching rows of op(rhs) count
-        return _dot2(rows, _take(rhs, lhs._indices, axis=1 if tb else 0), True, tb)
-    if rhs.stype == "row_sparse":
-        rows = NDArray(rhs._data, rhs.context)
-        if tb:  # rhs rows are output columns
-            return _scatter_cols(_dot2(lhs, rows, ta, True), rhs._indices, rhs.shape[0])
-        return _dot2(_take(lhs, rhs._indices, axis=0 if ta else 1), rows, ta, False)
-    if lhs.stype == "csr" and rhs.stype == "csr":
-        a, b = lhs.asscipy(), rhs.asscipy()
-        return _from_scipy((a.T if ta else a) @ (b.T if tb else b), lhs.context)
-    if lhs.stype == "default" and rhs.stype == "default":
-        a, b = lhs._np, rhs._np
-        return NDArray(_matmul(a.T if ta else a, b.T if tb else b), lhs.context)
-    if lhs.stype == "default":  # dense . csr = (csr.T . dense.T).T
-        return _transpose(_csr_dense(rhs, lhs, not tb, not ta))
+def _product(lhs, rhs, ta, tb):
+    """``op(lhs) . op(rhs)`` by the implementation the table lists for their stypes."""
+    return dot.find_impl((lhs.stype, rhs.stype))(lhs, rhs, ta, tb)
+
+
+@_sparse_impl(("csr", "default"))
+def _(lhs, rhs, ta, tb):
     return _csr_dense(lhs, rhs, ta, tb)
+
+
+@_sparse_impl(("default", "csr"))
+def _(lhs, rhs, ta, tb):  # dense . csr = (csr.T . dense.T).T
+    return _transpose(_csr_dense(rhs, lhs, not tb, not ta))
+
+
+@_sparse_impl(("csr", "csr"))
+def _(lhs, rhs, ta, tb):
+    a, b = lhs.asscipy(), rhs.asscipy()
+    return _from_scipy((a.T if ta else a) @ (b.T if tb else b), lhs.context)
+
+
+@_sparse_impl(("row_sparse", "default"), ("row_sparse", "csr"), ("row_sparse", "row_sparse"))
+def _(lhs, rhs, ta, tb):
+    """A row_sparse ``lhs`` reduced to its stored rows."""
+    rows = NDArray(lhs._data, lhs.context)
+    if not ta:  # lhs rows are output rows
+        return _scatter_rows(_product(rows, rhs, False, tb), lhs._indices, lhs.shape[0])
+    # lhs rows are contracted: only the matching rows of op(rhs) count
+    return _product(rows, _take(rhs, lhs._indices, axis=1 if tb else 0), True, tb)
+
+
+@_sparse_impl(("default", "row_sparse"), ("csr", "row_sparse"))
+def _(lhs, rhs, ta, tb):
+    """A row_sparse ``rhs`` reduced to its stored rows."""
+    rows = NDArray(rhs._data, rhs.context)
+    if tb:  # rhs rows are output columns
+        return _scatter_cols(_product(lhs, rows, ta, True), rhs._indices, rhs.shape[0])
+    return _product(_take(lhs, rhs._indices, axis=0 if ta else 1), rows, ta, False)
 
 
 def _csr_dense(x, w, ta, tb):
@@ -233,7 +281,7 @@ def _(node, g):
     ``dA = g . op(B)^T`` and ``dB = op(A)^T . g``, each laid out back in A's/B's orientation.
     With a csr ``A`` and dense ``g``, ``dB = dot(A, g, transpose_a=True)`` is row_sparse: only
     the rows of the features the batch touches (the sparse first layer's weight gradient).
-    A csr operand is data: no gradient."""
+    The storage types are those ``dot.grad_stype`` declares."""
     a, b = node.inputs
     ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
     a_free = a.shape[1:] if ta else a.shape[:-1]
@@ -242,11 +290,11 @@ def _(node, g):
     b2 = _as_2d(b, (math.prod(b_free), b.shape[-1]) if tb else (b.shape[0], math.prod(b_free)))
     g2 = _as_2d(g, (math.prod(a_free), math.prod(b_free)))
     da = db = None
-    if a.stype != "csr" and node.parents[0] is not None:  # (None: a constant, no gradient)
+    if node.parents[0] is not None:  # (None: a constant, no gradient)
         da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
             dot(g2, b2, transpose_b=not tb)
         da = _as_2d(da, a.shape)
-    if b.stype != "csr" and node.parents[1] is not None:
+    if node.parents[1] is not None:
         db = dot(g2, a2, transpose_a=True, transpose_b=ta) if tb else \
             dot(a2, g2, transpose_a=not ta)
         db = _as_2d(db, b.shape)

@@ -53,7 +53,7 @@ from ..base import ShapeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
-from .registry import _EMPTY, RECORDER, Op
+from .registry import REQUIRED, RECORDER, Op, all_same_shape, shape_attr
 from .unary import as_dense, declare_vjp, map_op, positions, with_values
 
 __all__ = []  # extended below from the table
@@ -97,9 +97,10 @@ _STORAGE = {
 }
 
 
-_sum_to = Op("_sum_to", ("data",), {"shape": _EMPTY}, doc="""\
+_sum_to = Op("_sum_to", ("data",), {"shape": REQUIRED}, doc="""\
 ``data`` summed to ``shape``: over its leading axes beyond ``shape`` and the axes where
 ``shape`` has 1 (the gradient of numpy broadcasting; MXNet's ``_broadcast_backward``).""")
+_sum_to.shape(shape_attr)
 
 
 def _np_sum_to(a, shape):
@@ -197,9 +198,19 @@ def _sparse_sparse(fn, zeros, a, b):
     return RowSparseNDArray(data, indices, a.shape, a.context)
 
 
+def _broadcast_shapes(ins, attrs):
+    if None in ins:
+        return ins, [None]
+    try:
+        return ins, [tuple(np.broadcast_shapes(*ins))]
+    except ValueError:
+        raise ShapeError(f"shapes {ins[0]} and {ins[1]} cannot be broadcast together") from None
+
+
 def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
     op = Op(name, ("lhs", "rhs"), doc=f"{doc}\n\nStorage: {_STORAGE[zeros]}; other mixes fall "
                                       f"back (see ``nets.ops.elemwise``).")
+    op.shape(_broadcast_shapes if broadcast else all_same_shape)
 
     @op.infer
     def _(lhs, rhs):
@@ -234,6 +245,16 @@ def _is_scalar(x):
     return not isinstance(x, NDArray) and isinstance(x, (numbers.Number, np.generic))
 
 
+def dispatchers(lookup):
+    """``{name: function}`` of the public ``add``, ``subtract``, ... (every ``_BINARY``
+    row), each picking its array or scalar operator from its arguments, the operators
+    found by ``lookup(op name)``: the operators themselves here, their symbol builders
+    in ``nets.sym``."""
+    return {name: _public(name, fn, lookup(f"broadcast_{stem}"), lookup(f"_{sstem}_scalar"),
+                          lookup(f"_{rstem}_scalar"))
+            for name, stem, sstem, rstem, fn, *_ in _BINARY}
+
+
 def _public(name, fn, array_op, scalar_op, rscalar_op):
     scalar_ops = sorted({scalar_op.name, rscalar_op.name})
 
@@ -260,17 +281,16 @@ def _scalar_op(stem, fn, reflected, d):
     if callable(d):
         grad = ((lambda x, y, scalar: d(scalar, x, y)) if reflected else
                 (lambda x, y, scalar: d(x, scalar, y)))
-    return map_op(f"_{stem}_scalar", f, {"scalar": _EMPTY},
+    return map_op(f"_{stem}_scalar", f, {"scalar": REQUIRED},
                   f"Elementwise ``{expr}`` with a Python scalar ``scalar``.", grad)
 
 
 def _declare(name, stem, sstem, rstem, fn, zeros, dl, dr):
-    """The public function and array operators of one ``_BINARY`` row, by name."""
+    """The array operators of one ``_BINARY`` row, by name."""
     what = f"``{fn.__name__}(lhs, rhs)``"
     bop = _binary_op(f"broadcast_{stem}", fn, zeros, True,
                      f"Elementwise {what} with numpy broadcasting.", (dl, dr))
-    out = {name: _public(name, fn, bop, SCALAR_OPS[f"_{sstem}_scalar"],
-                         SCALAR_OPS[f"_{rstem}_scalar"]), bop.name: bop}
+    out = {bop.name: bop}
     if stem in _SAME_SHAPE:
         out[f"elemwise_{stem}"] = _binary_op(
             f"elemwise_{stem}", fn, zeros, False,
@@ -290,6 +310,9 @@ for _row in _BINARY:
     _ops = _declare(*_row)
     globals().update(_ops)
     __all__ += list(_ops)
+_ops = dispatchers(lambda op_name: globals()[op_name])
+globals().update(_ops)
+__all__ += list(_ops)
 broadcast_plus, broadcast_minus = globals()["broadcast_add"], globals()["broadcast_sub"]
 __all__ += ["broadcast_plus", "broadcast_minus"]
 del _row, _ops

@@ -10,8 +10,8 @@ from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
 from ..ndarray.dense import NDArray
 from . import unary
 from .dot import _csr_dense_into, _matmul, dot
-from .elemwise import _sum_to, multiply
-from .registry import _EMPTY, RECORDER, TRAINING, Op
+from .elemwise import _sum_to, broadcast_mul, multiply
+from .registry import REQUIRED, RECORDER, TRAINING, Op, same_shape
 from .shape import _backward_take, reshape
 from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
@@ -29,7 +29,7 @@ of the output alone (relu's ``x > 0`` is ``y > 0``), so the gradient needs nothi
 """
 
 FullyConnected = Op("FullyConnected", ("data", "weight", "bias?"),
-                    {"num_hidden": _EMPTY, "no_bias": False, "flatten": True, "act_type": None},
+                    {"num_hidden": REQUIRED, "no_bias": False, "flatten": True, "act_type": None},
                     doc="""\
 Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden, in_units)``.
 
@@ -41,6 +41,24 @@ must have one dtype (MXNet's rule); otherwise ``DTypeError`` names the mismatch 
 would promote int64 data with a float32 weight to a float64 output whose gradient
 could not flow back).
 """ + _FUSED_DOC)
+
+
+@FullyConnected.shape
+def _(ins, attrs):
+    data, weight, bias = ins
+    n = attrs["num_hidden"]
+    bias = None if attrs["no_bias"] else (n,)
+    if data is None:
+        return [data, weight, bias], [None]
+    lead = data[:1] if attrs["flatten"] else data[:-1]
+    return [data, (n, math.prod(data[len(lead):])), bias], [lead + (n,)]
+
+
+@FullyConnected.grad_stype
+def _(data, weight, bias, **attrs):
+    # d data = dot(g, weight) (csr data: none); d weight, d bias dense
+    return (None if data == "csr" else dot.infer_stype("default", weight)[0]), "default", (
+        bias and "default")
 
 
 @FullyConnected.infer
@@ -109,7 +127,7 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: that input takes no gradient (a constant), skip its product
     g = _through_act(node, as_dense(g))
-    if data.stype == "default" and RECORDER.get() is None:
+    if data.stype == weight.stype == "default" and RECORDER.get() is None:
         # not differentiated again: the same products in numpy, without dispatching ops
         g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
         return (None if wants[0] is None else
@@ -145,6 +163,24 @@ output that the sparse kernel then adds into, so it costs no pass of its own. Th
 gradients are ``dot``'s (row_sparse ``data^T . g`` for the weight when ``data`` is csr;
 none for csr data) and the batch sum of ``g`` for the bias. The output is dense.
 """ + _FUSED_DOC)
+
+
+@_dot_bias.shape
+def _(ins, attrs):
+    data, weight, bias = ins  # (an absent bias is never assigned the shape given for it)
+    units = weight[1] if weight is not None else bias[0] if bias is not None else None
+    if units is None:
+        return ins, [None]
+    if data is None:
+        return [data, weight, (units,)], [None]
+    return [data, (data[1], units), (units,)], [(data[0], units)]
+
+
+@_dot_bias.grad_stype
+def _(data, weight, bias, act_type):
+    # dot's rule: d weight = dot(data, g, transpose_a=True), row_sparse for csr data
+    return ((None, "row_sparse") if data == "csr" else ("default", "default")) + (
+        bias and "default",)
 
 
 @_dot_bias.infer
@@ -184,9 +220,9 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: a constant input, no gradient
     g = _through_act(node, as_dense(g))
-    d_data = (dot.in_vjp(g, weight, transpose_a=False, transpose_b=True)
+    d_data = (dot(g, weight, transpose_a=False, transpose_b=True)
               if data.stype != "csr" and wants[0] is not None else None)
-    d_weight = (dot.in_vjp(data, g, transpose_a=True, transpose_b=False)
+    d_weight = (dot(data, g, transpose_a=True, transpose_b=False)
                 if wants[1] is not None else None)
     d_bias = None
     if bias is not None and wants[2] is not None:
@@ -198,7 +234,7 @@ def _(node, g):
 # -- Embedding ---------------------------------------------------------------------------------
 
 Embedding = Op("Embedding", ("data", "weight"),
-               {"input_dim": _EMPTY, "output_dim": _EMPTY, "dtype": "float32",
+               {"input_dim": REQUIRED, "output_dim": REQUIRED, "dtype": "float32",
                 "sparse_grad": False}, doc="""\
 Look up rows of ``weight`` (``(input_dim, output_dim)``): output ``data.shape + (output_dim,)``.
 
@@ -209,6 +245,21 @@ without densifying). The output is dense and has the weight's dtype; ``dtype`` n
 the weight dtype (as in MXNet) and ``sparse_grad=True`` makes the weight gradient
 row_sparse.
 """)
+
+
+@Embedding.shape
+def _(ins, attrs):
+    data = ins[0]
+    out = None if data is None else data + (attrs["output_dim"],)
+    return [data, (attrs["input_dim"], attrs["output_dim"])], [out]
+
+
+Embedding.dtype(lambda d, a: d[1], index={0})
+
+
+@Embedding.grad_stype
+def _(data, weight, sparse_grad, **attrs):
+    return None, "row_sparse" if sparse_grad or weight == "row_sparse" else "default"
 
 
 @Embedding.infer
@@ -250,8 +301,8 @@ def _(node, g):
     """
     data, weight = node.inputs
     sparse = node.attrs["sparse_grad"] or weight.stype == "row_sparse"
-    return None, _backward_take.in_vjp(as_dense(g), data, shape=weight.shape, axis=0,
-                                       mode=None, stype="row_sparse" if sparse else "default")
+    return None, _backward_take(as_dense(g), data, shape=weight.shape, axis=0, mode=None,
+                                 stype="row_sparse" if sparse else "default")
 
 
 # -- Activation --------------------------------------------------------------------------------
@@ -264,7 +315,7 @@ _softrelu = unary.map_op("_softrelu", lambda x: np.logaddexp(0, x),  # = log1p(e
 _ACTIVATIONS = {"relu": unary.relu, "sigmoid": unary.sigmoid, "tanh": unary.tanh,
                 "softrelu": _softrelu, "softsign": unary.softsign}
 
-Activation = Op("Activation", ("data",), {"act_type": _EMPTY}, doc="""\
+Activation = Op("Activation", ("data",), {"act_type": REQUIRED}, doc="""\
 Element-wise activation ``act_type``: relu, sigmoid, tanh, softrelu (log(1 + e^x)) or
 softsign (x / (1 + |x|)); the same as the operator of that name (``_softrelu``).
 
@@ -283,12 +334,17 @@ def _activation(act_type):
                         f"{sorted(_ACTIVATIONS)}") from None
 
 
+Activation.shape(same_shape)
+
+
 @Activation.infer
 def _(data, act_type):
     return _activation(act_type).infer_stype(data)
 
 
-@Activation.impl("*")
+@Activation.impl("default")
+@Activation.impl("csr")
+@Activation.impl("row_sparse")
 def _(data, act_type):
     # The operator's own implementation, without a second dispatch (it never declines: every
     # act_type has a finite f(0), so no stype falls back).
@@ -366,6 +422,8 @@ def _softmax_op(name, formula):
 given), computed stably by subtracting the maximum first. ``dtype`` is the output
 dtype (default: the input's). The output is dense.""")
     op.infer(lambda data, axis, temperature, dtype: "default")
+    op.shape(same_shape)
+    op.dtype(lambda d, a: as_dtype(a["dtype"], _float(d[0])))
     return op
 
 
@@ -402,6 +460,8 @@ def _softmax_vjp(formula):
 # From the output y, with sums along `axis`: d softmax = y * (g - sum(g * y)) and
 # d log_softmax = g - exp(y) * sum(g), both divided by the temperature (x is scaled by 1/t).
 softmax.vjp(_softmax_vjp(lambda g, y, sum_: y * (g - sum_(g * y))))
+for _op in (softmax, log_softmax):
+    _op.grad_stype(lambda data, **attrs: ("default",))
 log_softmax.vjp(_softmax_vjp(lambda g, y, sum_: g - unary.exp(y) * sum_(g)))
 
 
@@ -419,7 +479,15 @@ def _(data, mask):
     return data  # zero-preserving: a sparse input stays sparse
 
 
-@_dropout.impl("*", None)
+_dropout.shape(lambda ins, attrs: ([ins[0], ins[1]], [ins[0]]))
+# g (in the output's stype, the data's) times the mask
+_dropout.grad_stype(lambda data, mask: (
+    data if mask is None else broadcast_mul.infer_stype(data, mask)[0], None))
+
+
+@_dropout.impl("default", None)
+@_dropout.impl("csr", None)
+@_dropout.impl("row_sparse", None)
 def _(data, mask):
     return data.copy()
 
@@ -478,6 +546,17 @@ def _loss_op(name, attrs, doc, loss, grads):
     ``create_graph``)."""
     op = Op(name, ("pred", "label"), {**attrs, "shape": None}, doc=doc + _LOSS_SHAPE)
     op.infer(lambda pred, label, **_: "default")
+    op.grad_stype(lambda pred, label, **_: ("default", "default"))
+
+    @op.shape
+    def _(ins, attrs):  # the label has pred's shape or the output's (``shape``, when given)
+        pred, label = ins
+        out = attrs.get("shape")
+        if out is None:
+            pred = label = next((s for s in ins if s is not None), None)
+            return [pred, label], [pred]
+        out = tuple(out)
+        return [pred, out if label is None else label], [out]
 
     @op.impl("default", "default")
     def _(pred, label, shape, **kw):
@@ -497,7 +576,8 @@ def _loss_op(name, attrs, doc, loss, grads):
         kw = dict(node.attrs)
         del kw["shape"]
         g = as_dense(g)._np.reshape(pred.shape)
-        derivs = grads(pred._np, label._np.reshape(pred.shape), **kw)
+        # (sparse operands reach here from the dense fallback)
+        derivs = grads(as_dense(pred)._np, as_dense(label)._np.reshape(pred.shape), **kw)
         return tuple(None if parent is None else
                      NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
                      for parent, x, d in zip(node.parents, (pred, label), derivs))
@@ -531,3 +611,8 @@ _l2_loss = _loss_op("_l2_loss", {}, """\
 Elementwise ``0.5 * (pred - label)**2`` of a dense ``pred`` and ``label`` of the same
 shape: the fused form of ``L2Loss``.
 """, lambda x, y: 0.5 * np.square(x - y), lambda x, y: (x - y, y - x))
+
+
+# Public handles of the internal operators other packages call (``nets.layers``, ``nets.loss``);
+# not in ``__all__``, so ``nets.nd`` does not export them (MXNet's ``_internal`` namespace).
+dot_bias, l2_loss, sigmoid_bce = _dot_bias, _l2_loss, _sigmoid_bce

@@ -25,10 +25,10 @@ import numpy as np
 from ..base import NetsError, ShapeError
 from ..ndarray.dense import NDArray
 from .elemwise import subtract
-from .registry import Op
+from .registry import Op, same_shape
 from .shape import reshape
 from .sparse_ops import as_row_ids
-from .unary import sign
+from .unary import as_dense, sign
 
 __all__ = ["LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput",
            "SoftmaxOutput", "Softmax", "MakeLoss"]
@@ -43,6 +43,10 @@ def _check_normalization(op, normalization):
 
 def _dense_output(*stypes, **attrs):
     return "default"
+
+
+def _data_grad_only(data, label, **attrs):
+    return "default", None  # the label is data: no gradient
 
 
 # -- regression outputs --------------------------------------------------------------------
@@ -61,8 +65,18 @@ def _regression(name, forward, delta, what):
 ``{delta.__doc__} * grad_scale / m`` with ``m = label.size / label.shape[0]``, whatever
 the head gradient (see ``nets.ops.output``).""")
     op.infer(_dense_output)
+    op.grad_stype(_data_grad_only)
 
-    @op.impl("default", "*")  # the label is not read forward: any storage type
+    @op.shape
+    def _(ins, attrs):
+        data, label = ins
+        if data is not None and label is None:  # MXNet's default: (batch,) for (batch, 1) data
+            label = data[:1] if len(data) == 2 and data[1] == 1 else data
+        return [data, label], [data]
+
+    @op.impl("default", "default")  # the label is not read forward: any storage type
+    @op.impl("default", "csr")
+    @op.impl("default", "row_sparse")
     def _(data, label, grad_scale):
         _check_label(name, data, label)
         return NDArray(forward(data._np), data.context)
@@ -128,6 +142,17 @@ number in ``[0, k)`` (and not ignored) raises ``NetsError`` (MXNet read out of b
 """)
 Softmax = SoftmaxOutput  # MXNet's deprecated name
 SoftmaxOutput.infer(_dense_output)
+SoftmaxOutput.grad_stype(_data_grad_only)
+SoftmaxOutput.dtype(lambda d, a: d[0], index={1})
+
+
+@SoftmaxOutput.shape
+def _(ins, attrs):
+    data, label = ins
+    if data is not None and label is None:
+        label = (data[:1] + data[2:] if attrs["multi_output"] else
+                 data[:-1] if attrs["preserve_shape"] else data[:1])
+    return [data, label], [data]
 
 
 def _class_axis(data, multi_output, preserve_shape):
@@ -163,7 +188,7 @@ def _(data, label, grad_scale, ignore_label, multi_output, use_ignore, preserve_
 
 @SoftmaxOutput.vjp
 def _(node, g):
-    data, label = node.inputs
+    data, label = node.inputs[0], as_dense(node.inputs[1])  # (a sparse label fell back)
     a = node.attrs
     p = _class_axis(node.outputs[0], a["multi_output"], a["preserve_shape"])
     k = p.shape[-1]
@@ -196,6 +221,7 @@ element whatever the head gradient, divided by the batch size (``normalization=
 MXNet divided by zero when none was).
 """)
 MakeLoss.infer(_dense_output)
+MakeLoss.shape(same_shape)
 
 
 @MakeLoss.impl("default")
@@ -208,6 +234,6 @@ def _(data, grad_scale, valid_thresh, normalization):
 def _(node, g):
     data, a = node.inputs[0], node.attrs
     norm = {"null": 1, "batch": data.shape[0] if data.ndim else 1,
-            "valid": max(int((data._np > a["valid_thresh"]).sum()), 1)}
+            "valid": max(int((as_dense(data)._np > a["valid_thresh"]).sum()), 1)}
     return NDArray(np.full(data.shape, a["grad_scale"] / norm[a["normalization"]], data.dtype),
                    data.context)

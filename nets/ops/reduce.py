@@ -35,7 +35,7 @@ from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
 from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide, elemwise_mul,
                        equal, maximum, multiply)
-from .registry import _EMPTY, RECORDER, Op
+from .registry import REQUIRED, RECORDER, Op, shape_attr
 from .shape import reshape
 from .unary import as_dense, sign
 
@@ -112,11 +112,9 @@ def _dense_keep(x, pre, ufunc, axes):
     n = math.prod(a.shape[lead:])
     if (ufunc is np.add and axes and 0 < n <= 128 and a.dtype in FLOAT_DTYPES
             and a.flags.c_contiguous and axes == tuple(range(lead, a.ndim))):
-        # Trailing rows this short: numpy's reduce pays ~15 ns of inner-loop call per row (a
-        # 1024 x 32 float32 sum takes 18 us). Up to 2^18 values the row-sum kernel (2.2 us
-        # there) is faster than a BLAS matrix-vector product with ones (2.6 us), which also
-        # costs ~9 us more inside a training step than in a loop of its own (W3's sum: 14 us
-        # vs the kernel's 4.3); above, BLAS (threaded) wins. Both are as accurate as numpy's
+        # Trailing rows this short: numpy's reduce pays an inner-loop call per row. Up to
+        # 2^18 values the row-sum kernel beats a BLAS matrix-vector product with ones; above,
+        # BLAS (threaded) wins (benchmarks/README.md). Both are as accurate as numpy's
         # pairwise sum here.
         rows = a.reshape(-1, n)
         sums = kernels.reduce.row_sums(rows) if a.size <= 1 << 18 else rows @ np.ones(n, a.dtype)
@@ -181,6 +179,15 @@ def _dense_result(data, **attrs):
     return "default"
 
 
+def _reduced_shape(ins, attrs):
+    """Shape rule of a reduction over ``axis`` (``exclude`` where the operator has it)."""
+    s = ins[0]
+    if s is None:
+        return ins, [None]
+    axes = _axes(s, attrs["axis"], attrs.get("exclude", False))
+    return ins, [_shape(s, axes, attrs["keepdims"])]
+
+
 _REDUCE_ATTRS = {"axis": None, "keepdims": False, "exclude": False}
 _ARGS_DOC = """
 ``axis``: None (every axis), an int or a tuple of ints; ``keepdims``: keep reduced
@@ -193,6 +200,7 @@ implicit zeros included; the result is dense unless stated above.
 def _declare(name, pre, ufunc, finish, doc):
     op = Op(name, ("data",), _REDUCE_ATTRS, doc=doc + _ARGS_DOC)
     op.infer(_dense_result)
+    op.shape(_reduced_shape)
 
     def impl(data, axis, keepdims, exclude):
         return _reduce(data, pre, ufunc, finish, axis, keepdims, exclude)
@@ -226,6 +234,8 @@ sets the result's dtype (default: the input's). A full reduction has shape
 ``(1,)``. Sparse inputs (any axis) reduce natively into a dense result.
 """)
 norm.infer(_dense_result)
+norm.shape(_reduced_shape)
+norm.dtype(lambda d, a: as_dtype(a["out_dtype"], d[0]))
 
 
 def _norm(data, ord, axis, out_dtype, keepdims):
@@ -266,6 +276,10 @@ def _(data, axis, keepdims, exclude):
             else "default")
 
 
+square_sum.shape(_reduced_shape)
+square_sum.grad_stype(lambda data, **attrs: (data,))  # g times 2 * data: its pattern
+
+
 @square_sum.impl("default")
 @square_sum.impl("csr")
 def _square_sum(data, axis, keepdims, exclude):
@@ -295,6 +309,8 @@ Dense only: a sparse input falls back (warns).
 def _declare_arg(name, fn, what):
     op = Op(name, ("data",), {"axis": None, "keepdims": False}, doc=_ARG_DOC.format(what=what))
     op.infer(_dense_result)
+    op.shape(_reduced_shape)
+    op.dtype(lambda d, a: np.result_type(d[0], np.float32))
 
     @op.impl("default")
     def _(data, axis, keepdims):
@@ -314,13 +330,14 @@ argmin = _declare_arg("argmin", np.argmin, "smallest")
 
 
 # -- gradients -----------------------------------------------------------------------------
-_backward_sum = Op("_backward_sum", ("data",), {"shape": _EMPTY, "axes": _EMPTY, "scale": 1.0},
+_backward_sum = Op("_backward_sum", ("data",), {"shape": REQUIRED, "axes": REQUIRED, "scale": 1.0},
                    doc="""\
 The adjoint of ``sum`` over ``axes`` (sorted ints) of an array of ``shape``: ``data``
 (the sum's shape, reduced axes dropped or kept) times ``scale``, copied along ``axes``
 back to ``shape``. The gradient of ``sum`` (``scale`` 1) and ``mean`` (1 / count) in
 one operator; its own gradient is ``sum`` times ``scale``.
 """)
+_backward_sum.shape(shape_attr)
 
 
 @_backward_sum.impl("default")
@@ -344,7 +361,7 @@ def _(node, g):
 def _expand(g, data, axes, scale=1.0):
     """``g`` (shape of a reduction of ``data`` over ``axes``) times ``scale``, broadcast back
     to ``data``'s shape."""
-    return _backward_sum.in_vjp(g, shape=data.shape, axes=axes, scale=scale)
+    return _backward_sum(g, shape=data.shape, axes=axes, scale=scale)
 
 
 def _reduction_vjp(op, local, uses_output=False):
@@ -404,6 +421,15 @@ broadcast (and one tape node instead of two). Other storage types fall back (the
 only chooses this operator for dense operands).
 """ + _ARGS_DOC)
 _mul_sum.infer(lambda lhs, rhs, **attrs: "default")
+_mul_sum.grad_stype(lambda lhs, rhs, **attrs: (  # expand(g) times the other operand
+    broadcast_mul.infer_stype("default", rhs)[0], broadcast_mul.infer_stype("default", lhs)[0]))
+
+
+@_mul_sum.shape
+def _(ins, attrs):
+    if None in ins:
+        return ins, [None]
+    return ins, _reduced_shape([tuple(np.broadcast_shapes(*ins))], attrs)[1]
 
 
 @_mul_sum.impl("default", "default")
@@ -429,7 +455,7 @@ def _(node, g):
             return tuple(None if parent is None else
                          NDArray(_product_grad(gk, other._np, x.shape, shape), g.context)
                          for x, other, parent in pairs)
-    expanded = _backward_sum.in_vjp(g, shape=shape, axes=axes, scale=1.0)
+    expanded = _backward_sum(g, shape=shape, axes=axes, scale=1.0)
     return tuple(None if parent is None else _unbroadcast(expanded * other, x)
                  for x, other, parent in pairs)
 

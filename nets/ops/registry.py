@@ -1,22 +1,37 @@
 """``Op``: every operator is declared once, with
 
-1. its signature (array inputs, then attributes with defaults);
-2. ``@op.infer``: storage-type inference from input stypes (+ attributes) —
-   the one table used by imperative calls, graphs, docs and the test matrix;
-3. ``@op.impl(*stypes)``: implementations keyed by input stype patterns; one may
-   return ``NotImplemented`` to decline a case its stypes alone cannot rule out
-   (an attribute value, a broadcast shape);
-4. a dense fallback: when no pattern matches (or the impl declined), sparse
+1. its signature (array inputs, then attributes with defaults; ``REQUIRED`` marks an
+   attribute without a default);
+2. inference, beside each other:
+
+   - ``@op.infer``: output storage type(s) from input stypes (+ attributes);
+   - ``@op.shape``: input and output shapes from the known input shapes;
+   - ``@op.dtype``: output dtype (default: numpy promotion of the value inputs; inputs
+     listed in ``index=`` hold ids or conditions and take no part);
+   - ``@op.grad_stype``: the storage type each input's gradient comes out in
+     (default: ``'default'``), for gradients arriving in the output's storage type;
+
+   the one table used by imperative calls, ``nets.sym`` (which only walks graphs and
+   asks these), executors allocating gradients, the docs and the test matrix. Families
+   of operators share one rule (``same_shape``; ``nets.ops.unary.declare_vjp`` declares
+   its operators' gradient stypes);
+3. ``@op.impl(*stypes)``: implementations keyed by exactly the input stype combinations
+   that run natively; one may return ``NotImplemented`` to decline a case its stypes
+   alone cannot rule out (an attribute value, a broadcast shape);
+4. a dense fallback: when no combination matches (or the impl declined), sparse
    inputs are densified, the all-default implementation runs, the result is
    cast to the inferred stype and ``StorageFallbackWarning`` names the op, the
    stypes and the bytes;
-5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``).
+5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``); a vjp calls
+   operators the ordinary way, so there is one call path.
 
-Patterns hold stypes, ``'*'`` (anything, including an absent optional input)
-and may end with ``...`` (repeat the previous element for variadic ops).
+Patterns hold stypes (None: an absent optional input) and may end with ``...`` (repeat
+the previous element for variadic ops); ``'*'`` (any stype) is only for a variadic
+operator whose every mix of stypes runs natively (``add_n``).
 Recording for autograd is a hook: ``RECORDER`` holds a callable while
 ``autograd.record()`` is active, so ops never import autograd and cost nothing
-extra outside ``record()``.
+extra outside ``record()``. ``NETS_STORAGE_VERBOSE=1`` (read when nets is imported,
+or ``set_storage_verbose``) logs every call's storage types through ``log_storage``.
 """
 import inspect
 import logging
@@ -29,12 +44,58 @@ from ..base import RECORDER, TRAINING, NetsError, StorageFallbackWarning
 from ..ndarray.creation import array as _to_array
 from ..ndarray.dense import NDArray
 
-__all__ = ["Op", "OPS", "RECORDER", "TRAINING", "stype_of"]
+__all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
+           "storage_verbose", "set_storage_verbose", "log_storage", "same_shape",
+           "all_same_shape", "shape_attr"]
 
 OPS = {}
+REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
 _log = logging.getLogger("nets.storage")
 _VERBOSE = os.environ.get("NETS_STORAGE_VERBOSE") == "1"  # read once, when nets is imported
-_EMPTY = inspect.Parameter.empty
+
+
+def get_op(name):
+    """The operator declared as ``name`` (MXNet's ``_internal`` ones included, e.g.
+    ``get_op('_l2_loss')``), or None."""
+    return OPS.get(name)
+
+
+def storage_verbose():
+    """Whether every operator call logs its storage types (``NETS_STORAGE_VERBOSE=1``)."""
+    return _VERBOSE
+
+
+def set_storage_verbose(on):
+    """Turn the storage log on or off (``NETS_STORAGE_VERBOSE`` sets it at import)."""
+    global _VERBOSE
+    _VERBOSE = bool(on)
+
+
+def log_storage(name, in_stypes, out_stypes):
+    """Log one line ``<name>: inputs <in_stypes> -> outputs <out_stypes>`` to the
+    ``nets.storage`` logger (given a stderr handler when logging is not configured)."""
+    if not _log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[nets.storage] %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.INFO)
+    _log.info("%s: inputs %s -> outputs %s", name, in_stypes, out_stypes)
+
+
+def same_shape(ins, attrs):
+    """Shape rule of an operator whose one output has its first input's shape."""
+    return ins, [ins[0]]
+
+
+def shape_attr(ins, attrs):
+    """Shape rule of an operator whose one output has the shape of its ``shape`` attribute."""
+    return ins, [tuple(attrs["shape"])]
+
+
+def all_same_shape(ins, attrs):
+    """Shape rule of an operator whose inputs and one output all have one shape."""
+    shape = next((s for s in ins if s is not None), None)
+    return [shape] * len(ins), [shape]
 
 
 def stype_of(x):
@@ -77,8 +138,12 @@ class Op:
         self.inputs = tuple(i.strip("*?") for i in inputs)
         self.optional = frozenset(i.strip("?") for i in inputs if i.endswith("?"))
         self.attrs = dict(attrs or {})
-        self._required = tuple(k for k, v in self.attrs.items() if v is _EMPTY)
+        self._required = tuple(k for k, v in self.attrs.items() if v is REQUIRED)
         self._infer_fn = None
+        self._shape_fn = None
+        self._dtype_fn = None
+        self.index_inputs = frozenset()
+        self._grad_fn = None
         self._impls = []
         self._cache = {}
         self._vjp_fn = None
@@ -87,10 +152,10 @@ class Op:
         kind = inspect.Parameter
         params = ([kind(self.inputs[0], kind.VAR_POSITIONAL)] if self.variadic else
                   [kind(i, kind.POSITIONAL_OR_KEYWORD,
-                        default=None if i in self.optional else _EMPTY) for i in self.inputs])
+                        default=None if i in self.optional else REQUIRED) for i in self.inputs])
         attr_kind = kind.KEYWORD_ONLY if self.variadic else kind.POSITIONAL_OR_KEYWORD
         for a, d in self.attrs.items():
-            if d is _EMPTY and params and params[-1].default is not _EMPTY:
+            if d is REQUIRED and params and params[-1].default is not REQUIRED:
                 attr_kind = kind.KEYWORD_ONLY  # a required attr after an optional input
             params.append(kind(a, attr_kind, default=d))
         params.append(kind("out", kind.KEYWORD_ONLY, default=None))
@@ -100,6 +165,30 @@ class Op:
     def infer(self, fn):
         """Register ``fn(*in_stypes, **attrs) -> stype or tuple of stypes``."""
         self._infer_fn = fn
+        return fn
+
+    def shape(self, fn):
+        """Register ``fn(in_shapes, attrs) -> (in_shapes, out_shapes)``: ``attrs`` complete,
+        an unknown shape is None; it returns the input shapes with those it can deduce
+        filled in (a weight's shape from the data's) and one shape (or None) per output.
+        A shape that cannot fit raises ``ShapeError``."""
+        self._shape_fn = fn
+        return fn
+
+    def dtype(self, fn=None, index=()):
+        """Declare the output dtype: ``fn(in_dtypes, attrs) -> dtype`` (all inputs known;
+        default: numpy promotion of the value inputs); ``index`` lists the positions of
+        inputs that hold ids or conditions, which take no part in promotion."""
+        self.index_inputs = frozenset(index)
+        if fn is not None:
+            self._dtype_fn = fn
+        return fn
+
+    def grad_stype(self, fn):
+        """Register ``fn(*in_stypes, **attrs) -> stype or None per input``: the storage
+        type of each input's gradient when the output gradients arrive in the outputs'
+        storage types (None: no gradient for that input)."""
+        self._grad_fn = fn
         return fn
 
     def impl(self, *pattern):
@@ -120,6 +209,28 @@ class Op:
         """Output stype(s) for input ``stypes`` — a tuple, one entry per output."""
         out = self._infer_fn(*stypes, **self._full_attrs(attrs)) if self._infer_fn else "default"
         return (out,) if isinstance(out, str) else tuple(out)
+
+    def infer_shape(self, shapes, attrs):
+        """``(input shapes, output shapes)`` by the declared rule (None: unknown); None
+        when the operator declares no shape rule."""
+        if self._shape_fn is None:
+            return None
+        return self._shape_fn(list(shapes), self._full_attrs(attrs))
+
+    def infer_dtype(self, dtypes, attrs):
+        """The output dtype for the input ``dtypes`` (None for an absent input)."""
+        if self._dtype_fn is not None:
+            return np.dtype(self._dtype_fn(list(dtypes), self._full_attrs(attrs)))
+        values = [d for i, d in enumerate(dtypes) if i not in self.index_inputs and d is not None]
+        return np.result_type(*values) if values else None
+
+    def infer_grad_stype(self, *stypes, **attrs):
+        """The storage type of each input's gradient (None: no gradient, or no input)."""
+        if self._vjp_fn is None:
+            return (None,) * len(stypes)
+        if self._grad_fn is None:
+            return tuple(None if s is None else "default" for s in stypes)
+        return tuple(self._grad_fn(*stypes, **self._full_attrs(attrs)))
 
     def find_impl(self, stypes):
         """The implementation registered for ``stypes``, or None (then: fallback)."""
@@ -167,7 +278,7 @@ class Op:
                     raise TypeError(f"{self.name}() got an unexpected argument {k!r}")
             attrs.update(kwargs)
         if self._required:
-            missing = [k for k in self._required if attrs[k] is _EMPTY]
+            missing = [k for k in self._required if attrs[k] is REQUIRED]
             if missing:
                 raise TypeError(f"{self.name}() missing required argument(s) {missing}")
         for x in inputs:
@@ -190,22 +301,6 @@ class Op:
                     o._node = r._node  # gradients flow through `out` like the fresh result
             return out
         return outputs[0] if len(outputs) == 1 else list(outputs)
-
-    def in_vjp(self, *inputs, **attrs):
-        """``self(*inputs, **attrs)`` as a vjp calls an adjoint operator (every attribute
-        given, one output): when nothing records, the implementation registered for the
-        inputs' storage types runs directly, without binding the arguments, inferring the
-        output storage type or checking it (~3 us less per call); while recording (under
-        ``create_graph``), and wherever an implementation is missing or declines, the full
-        call, so the gradient is differentiable and a fallback warns as usual (and under
-        ``NETS_STORAGE_VERBOSE=1``, so that the call is logged)."""
-        if RECORDER.get() is None and not _VERBOSE:
-            fn = self.find_impl(tuple([None if x is None else x.stype for x in inputs]))
-            if fn is not None:
-                out = fn(*inputs, **attrs)
-                if out is not NotImplemented:
-                    return out
-        return self(*inputs, **attrs)
 
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
@@ -232,7 +327,7 @@ class Op:
             raise NetsError(f"internal: {self.name} on {stypes} returned stypes "
                             f"{tuple(r.stype for r in outputs)}, its inference says {out_stypes}")
         if _VERBOSE:
-            _verbose(self.name, stypes, tuple(o.stype for o in outputs))
+            log_storage(self.name, stypes, tuple(o.stype for o in outputs))
         return outputs
 
     def _fallback(self, inputs, stypes):
@@ -251,11 +346,3 @@ class Op:
     def __repr__(self):
         return f"<nets operator {self.name}{self.__signature__}>"
 
-
-def _verbose(name, in_stypes, out_stypes):
-    if not _log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("[nets.storage] %(message)s"))
-        _log.addHandler(handler)
-        _log.setLevel(logging.INFO)
-    _log.info("%s: inputs %s -> outputs %s", name, in_stypes, out_stypes)

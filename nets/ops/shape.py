@@ -42,7 +42,7 @@ from ..ndarray.csr import CSRNDArray, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray
 from .elemwise import _sum_to, multiply
-from .registry import _EMPTY, RECORDER, Op
+from .registry import REQUIRED, RECORDER, Op, shape_attr
 from .sparse_ops import _sum_by_key, zeros_like
 from .unary import as_dense
 
@@ -70,12 +70,22 @@ def _copy(a):
     return np.array(a, order="C", copy=True)
 
 
-def _vjp(op, *constant):
+def _vjp(op, *constant, keeps_rows=False):
     """Register ``fn(node, *out_grads) -> one gradient per input`` as ``op``'s vjp.
 
     Inputs named in ``constant`` (indices, conditions) and CSR inputs (data, never
-    parameters) get None, and ``fn`` is not called when no other input is left.
+    parameters) get None, and ``fn`` is not called when no other input is left; the
+    others' gradients are dense, or row_sparse where the output is and ``keeps_rows``
+    (``fn`` passes a row_sparse ``g``'s rows back): the declared ``grad_stype``, unless
+    ``op`` declares its own after this.
     """
+    @op.grad_stype
+    def _(*stypes, **attrs):
+        names = op.inputs * len(stypes) if op.variadic else op.inputs
+        rows = keeps_rows and op.infer_stype(*stypes, **attrs)[0] == "row_sparse"
+        return tuple(None if s in (None, "csr") or n in constant else
+                     "row_sparse" if rows else "default" for s, n in zip(stypes, names))
+
     def register(fn):
         @op.vjp
         def vjp(node, *out_grads):
@@ -151,6 +161,17 @@ def _csr_slice(x, rows, cols):
         data, new_cols = data[src], new_cols[src]
     n_cols = len(range(c0, c1, cs))
     return CSRNDArray(data, new_cols, indptr, (out.shape[0], n_cols), x.context)
+
+
+def _unary_shape(fn):
+    """A shape rule for a one-input operator whose output shape is ``fn(shape, **attrs)``."""
+    def rule(ins, attrs):
+        return ins, [None if ins[0] is None else tuple(fn(ins[0], **attrs))]
+    return rule
+
+
+def _sliced(shape, key):
+    return tuple(len(range(*k.indices(d))) for k, d in zip(key, shape))
 
 
 # -- reshape ---------------------------------------------------------------------------
@@ -234,7 +255,7 @@ def _reshape_target(spec, src, reverse):
     return tuple(out)
 
 
-reshape = Op("reshape", ("data",), {"shape": _EMPTY, "reverse": False}, doc="""\
+reshape = Op("reshape", ("data",), {"shape": REQUIRED, "reverse": False}, doc="""\
 A copy of ``data`` with a new ``shape`` of the same size (MXNet's ``reshape``).
 
 Special codes in ``shape``: ``0`` copies the input dimension at that position,
@@ -244,6 +265,9 @@ one input dimension into ``(a, b)`` (one of them may be -1). ``reverse=True``
 matches the codes right to left: ``(10, 5, 4)`` with ``shape=(-1, 0)`` gives
 ``(40, 5)``, with ``reverse=True`` ``(50, 4)``. Sparse inputs fall back.
 """)
+
+
+reshape.shape(_unary_shape(lambda s, shape, reverse: _reshape_target(shape, s, reverse)))
 
 
 @reshape.impl("default")
@@ -281,6 +305,9 @@ def _perm(axes, ndim):
     return perm
 
 
+transpose.shape(_unary_shape(lambda s, axes: [s[p] for p in _perm(axes, len(s))]))
+
+
 @transpose.infer
 def _(data, axes):
     return "csr" if data == "csr" else "default"
@@ -310,6 +337,16 @@ Join arrays along axis ``dim`` (all other dimensions must match).
 Storage: all CSR with ``dim`` 0 or 1 -> CSR; all row_sparse -> row_sparse (any
 ``dim``); anything else -> default (a mix of storage types falls back).
 """)
+
+
+@concat.shape
+def _(ins, attrs):
+    if None in ins:
+        return ins, [None]
+    dim = _axis(attrs["dim"], len(ins[0]), "dim")
+    out = list(ins[0])
+    out[dim] = sum(s[dim] for s in ins)
+    return ins, [tuple(out)]
 
 
 @concat.infer
@@ -388,7 +425,7 @@ def _rsp_slice_axis(x, axis, begin, end):
     return RowSparseNDArray(_copy(x._data[key]), x._indices.copy(), shape, x.context)
 
 
-@_vjp(concat)
+@_vjp(concat, keeps_rows=True)
 def _(node, g):
     dim = _axis(node.attrs["dim"], g.ndim, "dim")
     piece = _rsp_slice_axis if g.stype == "row_sparse" else slice_axis
@@ -402,6 +439,15 @@ Concat = concat  # MXNet's deprecated capitalised name
 stack = Op("stack", ("*data",), {"axis": 0}, doc="""\
 Join arrays of one shape along a new axis ``axis``. Sparse inputs fall back.
 """)
+
+
+@stack.shape
+def _(ins, attrs):
+    s = next((s for s in ins if s is not None), None)
+    if s is None:
+        return ins, [None]
+    axis = _axis(attrs["axis"], len(s), extra=1)
+    return [s] * len(ins), [s[:axis] + (len(ins),) + s[axis:]]
 
 
 @stack.infer
@@ -428,7 +474,7 @@ def _(node, g):
     return parts if isinstance(parts, list) else (parts,)
 
 
-split = Op("split", ("data",), {"num_outputs": _EMPTY, "axis": 1, "squeeze_axis": False},
+split = Op("split", ("data",), {"num_outputs": REQUIRED, "axis": 1, "squeeze_axis": False},
            doc="""\
 Split ``data`` into ``num_outputs`` equal parts along ``axis`` (a list; one
 array when ``num_outputs`` is 1, as MXNet). ``squeeze_axis=True`` drops the
@@ -440,6 +486,16 @@ def _num_outputs(n):
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ShapeError(f"split: num_outputs={n!r} must be a positive integer")
     return int(n)
+
+
+@split.shape
+def _(ins, attrs):
+    s, n = ins[0], int(attrs["num_outputs"])
+    if s is None:
+        return ins, [None] * n
+    axis = _axis(attrs["axis"], len(s))
+    part = () if attrs["squeeze_axis"] else (s[axis] // n,)
+    return ins, [s[:axis] + part + s[axis + 1:]] * n
 
 
 @split.infer
@@ -502,7 +558,7 @@ def _slice_key(shape, begin, end, step):
     return key + (builtins.slice(None),) * (len(shape) - len(key))
 
 
-slice = Op("slice", ("data",), {"begin": _EMPTY, "end": _EMPTY, "step": None}, doc="""\
+slice = Op("slice", ("data",), {"begin": REQUIRED, "end": REQUIRED, "step": None}, doc="""\
 ``data[begin[0]:end[0]:step[0], ...]`` (a copy), with MXNet's tuple arguments.
 
 ``begin``, ``end`` and ``step`` have one entry per leading axis (None entries
@@ -510,6 +566,10 @@ take the default of Python slicing; axes not named are kept whole); negative
 values count from the end, and out-of-range bounds are clipped as in Python.
 ``slice(csr)`` is CSR for every step (MXNet falls back for steps other than 1).
 """)
+
+
+slice.shape(_unary_shape(lambda s, begin, end, step: _sliced(s, _slice_key(s, begin, end,
+                                                                             step))))
 
 
 @slice.infer
@@ -529,14 +589,18 @@ def _(data, begin, end, step):
 
 @_vjp(slice)
 def _(node, g):
-    return _backward_slice.in_vjp(as_dense(g), shape=node.inputs[0].shape, **node.attrs)
+    return _backward_slice(as_dense(g), shape=node.inputs[0].shape, **node.attrs)
 
 
 _backward_slice = Op("_backward_slice", ("data",),
-                     {"shape": _EMPTY, "begin": _EMPTY, "end": _EMPTY, "step": None}, doc="""\
+                     {"shape": REQUIRED, "begin": REQUIRED, "end": REQUIRED, "step": None},
+                     doc="""\
 The adjoint of ``slice``: zeros of ``shape`` with ``data`` written at the slice (the
 gradient of ``slice`` and ``slice_axis``; its own gradient is ``slice``).
 """)
+
+
+_backward_slice.shape(shape_attr)
 
 
 @_backward_slice.impl("default")
@@ -552,7 +616,7 @@ def _(node, g):
     return slice(as_dense(g), begin=a["begin"], end=a["end"], step=a["step"])
 
 
-slice_axis = Op("slice_axis", ("data",), {"axis": _EMPTY, "begin": _EMPTY, "end": _EMPTY},
+slice_axis = Op("slice_axis", ("data",), {"axis": REQUIRED, "begin": REQUIRED, "end": REQUIRED},
                 doc="""\
 ``data`` restricted to ``begin:end`` along ``axis`` (``end=None``: to the end;
 negative values count from the end). ``slice_axis(csr)`` is CSR.
@@ -563,6 +627,10 @@ def _axis_key(shape, axis, begin, end):
     axis = _axis(axis, len(shape))
     return (builtins.slice(None),) * axis + (builtins.slice(begin, end),) + \
         (builtins.slice(None),) * (len(shape) - axis - 1)
+
+
+slice_axis.shape(_unary_shape(lambda s, axis, begin, end: _sliced(
+    s, _axis_key(s, axis, begin, end))))
 
 
 @slice_axis.infer
@@ -584,8 +652,8 @@ def _(data, axis, begin, end):
 def _(node, g):
     shape, a = node.inputs[0].shape, node.attrs
     lead = (None,) * _axis(a["axis"], len(shape))
-    return _backward_slice.in_vjp(as_dense(g), shape=shape, begin=lead + (a["begin"],),
-                                  end=lead + (a["end"],), step=None)
+    return _backward_slice(as_dense(g), shape=shape, begin=lead + (a["begin"],),
+                           end=lead + (a["end"],), step=None)
 
 
 # -- take -----------------------------------------------------------------------------
@@ -601,6 +669,18 @@ truncates). Storage: ``take(csr, default)`` is CSR for 1-D indices (any
 ``axis``); ``take(row_sparse, default)`` is dense, looked up in the stored
 rows without densifying ``a`` (absent rows read as zeros: the embedding gather).
 """)
+
+
+@take.shape
+def _(ins, attrs):
+    a, idx = ins
+    if a is None or idx is None:
+        return ins, [None]
+    axis = _axis(attrs["axis"], len(a))
+    return ins, [a[:axis] + idx + a[axis + 1:]]
+
+
+take.dtype(lambda d, a: d[0], index={1})
 
 
 @take.infer
@@ -668,21 +748,32 @@ def _(a, indices, axis, mode):
 @_vjp(take, "indices")
 def _(node, g):
     a, indices = node.inputs
-    axis = _axis(node.attrs["axis"], a.ndim)
-    return _backward_take.in_vjp(as_dense(g), indices, shape=a.shape, axis=axis,
-                                 mode=node.attrs["mode"],
-                                 stype="row_sparse" if a.stype == "row_sparse" and axis == 0
-                                 else "default"), None
+    return _backward_take(as_dense(g), indices, shape=a.shape,
+                          axis=_axis(node.attrs["axis"], a.ndim), mode=node.attrs["mode"],
+                          stype=take.infer_grad_stype(a.stype, indices.stype,
+                                                      **node.attrs)[0]), None
+
+
+@take.grad_stype
+def _(a, indices, axis, mode):
+    """Rows of a row_sparse ``a`` taken along axis 0 give it a row_sparse gradient (the
+    rows taken); otherwise dense (csr: none)."""
+    return (None if a == "csr" else "row_sparse" if a == "row_sparse" and axis == 0
+            else "default"), None
 
 
 _backward_take = Op("_backward_take", ("data", "indices"),
-                    {"shape": _EMPTY, "axis": 0, "mode": "clip", "stype": "default"}, doc="""\
+                    {"shape": REQUIRED, "axis": 0, "mode": "clip", "stype": "default"}, doc="""\
 The adjoint of ``take``: zeros of ``shape`` with the slices of ``data`` added at
 ``indices`` along ``axis`` (repeated indices add up). ``stype='row_sparse'`` (``axis``
 0) stores only the rows taken: the embedding gradient. ``mode=None``: the indices are
 known to be in range (an Embedding's, checked by its forward) and are not checked again.
 Its own gradient is ``take``.
 """)
+
+
+_backward_take.shape(shape_attr)
+_backward_take.dtype(lambda d, a: d[0], index={1})
 
 
 @_backward_take.infer
@@ -715,10 +806,19 @@ def _(node, g):
 
 # -- expand_dims / broadcast_to / flatten ---------------------------------------------------
 
-expand_dims = Op("expand_dims", ("data",), {"axis": _EMPTY}, doc="""\
+expand_dims = Op("expand_dims", ("data",), {"axis": REQUIRED}, doc="""\
 ``data`` with a new axis of size 1 inserted at ``axis`` (in ``[-ndim-1, ndim]``).
 Sparse inputs fall back.
 """)
+
+
+@expand_dims.shape
+def _(ins, attrs):
+    s = ins[0]
+    if s is None:
+        return ins, [None]
+    axis = _axis(attrs["axis"], len(s), extra=1)
+    return ins, [s[:axis] + (1,) + s[axis:]]
 
 
 @expand_dims.impl("default")
@@ -731,11 +831,21 @@ def _(node, g):
     return reshape(as_dense(g), shape=node.inputs[0].shape)
 
 
-broadcast_to = Op("broadcast_to", ("data",), {"shape": _EMPTY}, doc="""\
+broadcast_to = Op("broadcast_to", ("data",), {"shape": REQUIRED}, doc="""\
 ``data`` broadcast to ``shape`` (a copy). Dimensions of size 1 are repeated; a
 ``0`` in ``shape`` keeps the input's dimension (MXNet). ``shape`` may add
 leading dimensions (numpy's rule). Sparse inputs fall back.
 """)
+
+
+@broadcast_to.shape
+def _(ins, attrs):
+    s = ins[0]
+    if s is None:
+        return ins, [None]
+    target = tuple(attrs["shape"])
+    lead = len(target) - len(s)
+    return ins, [tuple(s[i - lead] if d == 0 and i >= lead else d for i, d in enumerate(target))]
 
 
 @broadcast_to.impl("default")
@@ -756,7 +866,7 @@ def _(data, shape):
 
 @_vjp(broadcast_to)
 def _(node, g):
-    return _sum_to.in_vjp(as_dense(g), shape=node.inputs[0].shape)
+    return _sum_to(as_dense(g), shape=node.inputs[0].shape)
 
 
 flatten = Op("flatten", ("data",), doc="""\
@@ -770,6 +880,9 @@ def _flat_shape(shape):
     if not shape:
         raise ShapeError("flatten needs an array with at least one dimension, got a scalar")
     return shape[0], math.prod(shape[1:])
+
+
+flatten.shape(_unary_shape(_flat_shape))
 
 
 @flatten.infer
@@ -794,7 +907,7 @@ def _(data):
     return _dense(data, _copy(data._np).reshape(_flat_shape(data.shape)))
 
 
-@_vjp(flatten)
+@_vjp(flatten, keeps_rows=True)
 def _(node, g):
     shape = node.inputs[0].shape
     if g.stype == "row_sparse":  # rows stay rows: unflatten the stored ones
@@ -809,11 +922,15 @@ Flatten = flatten  # MXNet's deprecated capitalised name
 # -- one_hot / where -------------------------------------------------------------------------
 
 one_hot = Op("one_hot", ("indices",),
-             {"depth": _EMPTY, "on_value": 1.0, "off_value": 0.0, "dtype": "float32"}, doc="""\
+             {"depth": REQUIRED, "on_value": 1.0, "off_value": 0.0, "dtype": "float32"}, doc="""\
 One-hot rows: output shape ``indices.shape + (depth,)``, ``on_value`` at each
 index and ``off_value`` elsewhere; an index outside ``[0, depth)`` gives a row
 of ``off_value`` (MXNet). Float indices must be whole numbers.
 """)
+
+
+one_hot.shape(_unary_shape(lambda s, depth, **_: s + (int(depth),)))
+one_hot.dtype(lambda d, a: as_dtype(a["dtype"]), index={0})
 
 
 @one_hot.impl("default")
@@ -828,6 +945,7 @@ def _(indices, depth, on_value, off_value, dtype):
 
 
 one_hot.vjp(lambda node, g: None)  # indices have no gradient
+one_hot.grad_stype(lambda indices, **attrs: (None,))
 
 
 where = Op("where", ("condition", "x", "y"), doc="""\
@@ -837,6 +955,15 @@ Elements of ``x`` where ``condition`` is non-zero, else of ``y``.
 of length ``x.shape[0]`` and then picks whole rows (MXNet). ``where(csr,
 default, default)`` reads only the stored entries of the condition.
 """)
+
+
+@where.shape
+def _(ins, attrs):
+    value = next((s for s in ins[1:] if s is not None), None)
+    return [ins[0], value, value], [value]
+
+
+where.dtype(lambda d, a: np.result_type(d[1], d[2]), index={0})
 
 
 def _where_check(condition, x, y):
@@ -881,6 +1008,19 @@ class-probability gather of a softmax cross-entropy.
 """)
 
 
+@pick.shape
+def _(ins, attrs):
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    axis = _axis(attrs["axis"], len(data))
+    kept = (1,) if attrs["keepdims"] else ()
+    return ins, [data[:axis] + kept + data[axis + 1:]]
+
+
+pick.dtype(lambda d, a: d[0], index={1})
+
+
 def _pick_indices(shape, index, axis, mode):
     """(axis, in-range int64 indices of shape ``shape`` without ``axis``) after ``mode``."""
     axis = _axis(axis, len(shape))
@@ -901,7 +1041,7 @@ def _(data, index, axis, keepdims, mode):
 
 @_vjp(pick, "index")
 def _(node, g):
-    data, index = node.inputs
+    data, index = node.inputs[0], as_dense(node.inputs[1])  # (a sparse index fell back)
     axis, idx = _pick_indices(data.shape, index, node.attrs["axis"], node.attrs["mode"])
     # one_hot(idx) * g puts each gradient at its picked position along a new last axis,
     # which the transpose moves to `axis`.

@@ -9,11 +9,11 @@ from ..ndarray.creation import zeros_sparse
 from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
 from ..ndarray.dense import NDArray
 from ..ndarray.row_sparse import RowSparseNDArray, dense_to_rsp_parts
-from .registry import _EMPTY, Op
+from .registry import REQUIRED, Op, all_same_shape, same_shape
 
 __all__ = ["cast_storage", "retain", "add_n", "ElementWiseSum", "zeros_like", "ones_like"]
 
-cast_storage = Op("cast_storage", ("data",), {"stype": _EMPTY}, doc="""\
+cast_storage = Op("cast_storage", ("data",), {"stype": REQUIRED}, doc="""\
 Convert ``data`` to storage type ``stype`` (always a new array).
 
 ``csr`` needs a 2-D input; ``row_sparse`` keeps the rows that hold a non-zero.
@@ -23,6 +23,10 @@ Convert ``data`` to storage type ``stype`` (always a new array).
 @cast_storage.infer
 def _(data, stype):
     return check_stype(stype)
+
+
+cast_storage.shape(same_shape)
+cast_storage.grad_stype(lambda data, stype: (data,))  # cast back to the input's stype
 
 
 def _csr_to_rsp(x):
@@ -59,7 +63,9 @@ _CONVERT = {
 }
 
 
-@cast_storage.impl("*")
+@cast_storage.impl("default")
+@cast_storage.impl("csr")
+@cast_storage.impl("row_sparse")
 def _(data, stype):
     if data.stype == stype:
         return data.copy()
@@ -125,6 +131,11 @@ def _(data, indices):
     return "row_sparse"
 
 
+retain.shape(lambda ins, attrs: (ins, [ins[0]]))
+retain.dtype(lambda d, a: d[0], index={1})
+retain.grad_stype(lambda data, indices: ("row_sparse", None))
+
+
 @retain.impl("row_sparse", "default")
 def _(data, indices):
     ids = as_row_ids(indices._np, data.shape[0], "retain", "indices")
@@ -161,6 +172,10 @@ def _(*args):
     if not args:
         raise NetsError("add_n needs at least one array")
     return args[0] if args[0] != "default" and all(a == args[0] for a in args) else "default"
+
+
+add_n.shape(all_same_shape)
+add_n.grad_stype(lambda *args: add_n.infer_stype(*args) * len(args))  # each term gets g
 
 
 def _common(args):
@@ -216,7 +231,7 @@ def _(*args):
     return CSRNDArray(data, cols, indptr, shape, args[0].context)
 
 
-@add_n.impl("*", ...)
+@add_n.impl("*", ...)  # any mix of stypes: each term is added natively, by its stype
 def _(*args):
     shape, dtype = _common(args)
     out = np.zeros(shape, dtype=dtype)
@@ -248,7 +263,9 @@ def _(data):
     return data
 
 
-@zeros_like.impl("*")
+@zeros_like.impl("default")
+@zeros_like.impl("csr")
+@zeros_like.impl("row_sparse")
 def _(data):
     return zeros_sparse(data.stype, data.shape, data.context, data.dtype)
 
@@ -258,11 +275,15 @@ def _(data):
     return "default"
 
 
-@ones_like.impl("*")
+@ones_like.impl("default")
+@ones_like.impl("csr")
+@ones_like.impl("row_sparse")
 def _(data):
     return NDArray(np.ones(data.shape, dtype=data.dtype), data.context)
 
 
 for _op in (zeros_like, ones_like):
+    _op.shape(same_shape)
+    _op.grad_stype(lambda data: (None,))
     _op.vjp(lambda node, g: None)  # the output does not depend on the input's values
 del _op

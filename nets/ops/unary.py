@@ -35,7 +35,7 @@ from .. import ops as nd  # the package, partly built now: derivative formulas u
 from ..base import RECORDER, NetsError
 from ..ndarray.csr import row_ids
 from ..ndarray.dense import NDArray
-from .registry import _EMPTY, Op
+from .registry import REQUIRED, Op, same_shape
 from .sparse_ops import cast_storage
 
 __all__ = []  # extended below from the table
@@ -101,12 +101,19 @@ def declare_vjp(op, derivatives, fit=None):
     Each is None (no gradient: a constant or piecewise-constant result), a number, or a
     formula ``d(*inputs, y, **attrs)`` of nets operators (a number or an array); the
     input's gradient is ``scale(g, d)``, passed through ``fit(grad, input)`` if given
-    (broadcast reduction). Inputs that are constants get none and cost nothing. When
+    (broadcast reduction). Inputs that are constants get none and cost nothing. Each
+    input's gradient has the output's storage type (``op.infer_grad_stype``). When
     the output is dense, sparse inputs enter the formula dense: their derivative is
     dense too, and the sparse forms could fall back. The formulas stay readable as
     ``op.derivatives`` (``Activation`` reuses those of its operators).
     """
     op.derivatives = tuple(derivatives)
+
+    @op.grad_stype
+    def _(*stypes, **attrs):  # g arrives in the output's stype; g * d keeps it
+        out = op.infer_stype(*stypes, **attrs)[0]
+        return tuple(None if d is None or s is None else out
+                     for d, s in zip(derivatives, stypes))
 
     @op.vjp
     def _(node, g):
@@ -157,6 +164,7 @@ def map_op(name, fn, attrs=None, doc="", grad=None):
         rule = _RULE["keep" if zero == 0 else "fill" if np.isfinite(zero) else "fallback"]
         rule = rule.format(zero=zero)
     op = Op(name, ("data",), attrs, doc=f"{doc}\n\nStorage: {rule}.")
+    op.shape(same_shape)
 
     @op.infer
     def _(data, **kw):
@@ -245,7 +253,7 @@ for _name, _fn, _summary, _grad in _UNARY:
     globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad)
     __all__.append(_name)
 
-clip = map_op("clip", _clip, {"a_min": _EMPTY, "a_max": _EMPTY}, doc="""\
+clip = map_op("clip", _clip, {"a_min": REQUIRED, "a_max": REQUIRED}, doc="""\
 Clip every element of ``data`` into ``[a_min, a_max]`` (``nd.clip(x, 0, 1)`` works).
 
 A sparse input keeps its stype when ``a_min <= 0 <= a_max`` (MXNet); ``a_min > a_max``

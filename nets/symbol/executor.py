@@ -13,7 +13,6 @@ with a ``StorageFallbackWarning`` naming the node, and ``NETS_STORAGE_VERBOSE=1`
 every node's storage types.
 """
 import collections
-import os
 import warnings
 
 from .. import autograd
@@ -21,8 +20,8 @@ from ..base import NetsError, StorageFallbackWarning, current_context
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
 from ..ops.fusion import fuse
-from ..ops.registry import _VERBOSE, RECORDER, Op, _verbose
-from .inference import node_stypes
+from ..ops.registry import RECORDER, Op, log_storage, storage_verbose
+from .inference import infer_grad_storage_type, node_stypes
 
 __all__ = ["Executor", "Program", "simple_bind", "bind"]
 
@@ -83,7 +82,7 @@ class Program:
                 vals[at:at + n] = out = tuple(out)
             if recorder is not None:
                 recorder(op, inputs, attrs, out)
-        if self._impls is None and not _VERBOSE:  # (verbose: every call logs its stypes)
+        if self._impls is None and not storage_verbose():  # (verbose: every call logs its stypes)
             stypes = [None if v is None else v.stype for v in vals] + [None]  # (-1: absent)
             self.steps = _fuse(self.steps, self.heads, stypes)
             self._impls = [op.find_impl(tuple([stypes[i] for i in ins]))
@@ -139,13 +138,13 @@ class Executor:
         self.storage_report = self._check_storage()
 
     def _check_storage(self):
-        report, verbose = [], os.environ.get("NETS_STORAGE_VERBOSE") == "1"
+        report, verbose = [], storage_verbose()
         for node, ins, outs in node_stypes(self._symbol,
                                            {n: a.stype for n, a in self.arg_dict.items()}):
             fallback = node.op.find_impl(ins) is None
             report.append((node.name, node.op.name, ins, outs, fallback))
             if verbose:
-                _verbose(f"node {node.name!r} ({node.op.name})", ins, outs)
+                log_storage(f"node {node.name!r} ({node.op.name})", ins, outs)
             if fallback:
                 warnings.warn(f"node {node.name!r} ({node.op.name}): no implementation for "
                               f"input storage types {ins}; it will densify them and run the "
@@ -242,14 +241,11 @@ def _grad_reqs(names, grad_req):
     return reqs
 
 
-def _grad_stype(spec, stype):
-    return spec.get("grad_stype", "row_sparse" if stype == "row_sparse" else stype)
-
-
 def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shapes):
     """Bind ``symbol`` to zeros of each argument's inferred shape, dtype and storage type
     (``shapes``/``type_dict``/``stype_dict`` by name, else declared, else inferred) and
-    gradient buffers of each variable's ``grad_stype`` for ``grad_req`` (a string, a
+    gradient buffers of the inferred gradient storage types (``infer_grad_storage_type``:
+    as MXNet, ``dot(csr, w)`` gives ``w`` a row_sparse one) for ``grad_req`` (a string, a
     list or a dict). Arrays of ``shared_exec`` with the same name, shape, dtype and
     stype are reused; its shapes fill what the given ones leave unknown."""
     ctx = current_context(ctx)
@@ -262,8 +258,8 @@ def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shape
     arg_shapes = symbol.infer_shape(**shapes)[0]
     arg_types = symbol.infer_type(**(type_dict or {}))[0]
     arg_stypes = symbol.infer_storage_type(**(stype_dict or {}))[0]
+    grad_stypes = infer_grad_storage_type(symbol, dict(zip(names, arg_stypes)))
     reqs = _grad_reqs(names, grad_req)
-    specs = symbol.attr_dict()
     old_args = shared_exec.arg_dict if shared_exec is not None else {}
     old_grads = shared_exec.grad_dict if shared_exec is not None else {}
 
@@ -273,10 +269,11 @@ def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shape
         return zeros(shape, ctx, dtype, stype)
 
     args, grads = {}, {}
-    for n, shape, dtype, stype in zip(names, arg_shapes, arg_types, arg_stypes):
+    for n, shape, dtype, stype, grad_stype in zip(names, arg_shapes, arg_types, arg_stypes,
+                                                  grad_stypes):
         args[n] = reuse(old_args.get(n), shape, dtype, stype)
         if reqs[n] != "null":
-            grads[n] = reuse(old_grads.get(n), shape, dtype, _grad_stype(specs[n], stype))
+            grads[n] = reuse(old_grads.get(n), shape, dtype, grad_stype)
     return Executor(symbol, ctx, args, grads, reqs)
 
 

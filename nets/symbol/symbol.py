@@ -21,7 +21,10 @@ from .. import ops
 from ..base import NetsError, as_dtype, check_stype
 from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
-from ..ops.registry import _EMPTY, OPS, Op
+from ..ops.registry import OPS, REQUIRED, Op
+from .executor import bind, simple_bind
+from .inference import (infer_grad_storage_type, infer_shape, infer_storage_type,
+                        infer_type)
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "namespace"]
 
@@ -35,8 +38,9 @@ def _auto_name(op_name):
 
 class _FunctionOp:
     """A plain function of ``nets.ops`` as a graph operator (``Dropout``, which draws its
-    mask when it runs): executed by calling it; its storage rule and implementations are
-    those of ``rule`` (the operator it calls) on the function's array inputs."""
+    mask when it runs): executed by calling it; its inference (storage, shape, dtype,
+    gradient storage) and implementations are those of ``rule`` (the operator it calls)
+    on the function's array inputs, the others absent."""
 
     variadic = False
     optional = frozenset()
@@ -58,6 +62,20 @@ class _FunctionOp:
 
     def find_impl(self, stypes):
         return self.rule.find_impl(self._rule_stypes(stypes))
+
+    def infer_shape(self, shapes, attrs):
+        ins, outs = self.rule.infer_shape(self._rule_stypes(shapes), {})
+        return ins[:len(shapes)], outs
+
+    def infer_dtype(self, dtypes, attrs):
+        return self.rule.infer_dtype(self._rule_stypes(dtypes), {})
+
+    @property
+    def index_inputs(self):
+        return self.rule.index_inputs
+
+    def infer_grad_stype(self, *stypes, **attrs):
+        return self.rule.infer_grad_stype(*self._rule_stypes(stypes))[:len(stypes)]
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -224,8 +242,19 @@ class Symbol:
 
     def infer_storage_type(self, *args, **kwargs):
         """``(arg_stypes, out_stypes, aux_stypes)``: each operator's own storage inference
-        (``op.infer_stype``, the table imperative calls use) applied through the graph."""
+        (``op.infer_stype``, the table imperative calls use) applied through the graph.
+        ``infer_grad_storage_type`` gives the backward pass's."""
         return infer_storage_type(self, self._given(args, kwargs, "infer_storage_type"))
+
+    def infer_grad_storage_type(self, *args, **kwargs):
+        """The storage type of each argument's gradient (``list_arguments()`` order) for
+        the given argument stypes: what ``simple_bind`` allocates and ``backward``
+        produces. A variable's declared ``grad_stype`` wins; otherwise each operator using
+        it declares one (``dot(csr, w)``: ``w``'s is row_sparse; ``Embedding(...,
+        sparse_grad=True)``: the weight's is row_sparse), several summed by ``add_n``'s
+        rule; a variable no operator differentiates keeps its own stype."""
+        return infer_grad_storage_type(self, self._given(args, kwargs,
+                                                         "infer_grad_storage_type"))
 
     def _given(self, args, kwargs, what):
         if args:
@@ -410,7 +439,7 @@ def _compose(op, args, kwargs):
             else:
                 inputs.append(None)
     attrs = {k: given[k] for k in op.attrs if k in given}
-    missing = [k for k, d in op.attrs.items() if d is _EMPTY and k not in attrs]
+    missing = [k for k, d in op.attrs.items() if d is REQUIRED and k not in attrs]
     if missing:
         raise TypeError(f"{op.name}() missing required argument(s) {missing}")
     for k, v in attrs.items():
@@ -450,9 +479,7 @@ def namespace():
             obj = getattr(module, alias)
             if isinstance(obj, Op):
                 ns[alias] = ns[obj.name]
-    for name, stem, sstem, rstem, fn, *_ in elemwise._BINARY:
-        ns[name] = elemwise._public(name, fn, ns[f"broadcast_{stem}"],
-                                    ns[f"_{sstem}_scalar"], ns[f"_{rstem}_scalar"])
+    ns.update(elemwise.dispatchers(ns.__getitem__))
     ns.update({name: _builder(fop) for name, fop in FUNCTIONS.items()})
     return ns
 
@@ -465,7 +492,11 @@ _NAMESPACE = namespace()
 def _to_json(value, where, key):
     if isinstance(value, init_mod.Initializer):
         name = type(value).__name__.lower()
-        if init_mod._REGISTRY.get(name) is not type(value):
+        try:  # (what load_json will call)
+            registered = type(init_mod.create(name, **vars(value))) is type(value)
+        except (NetsError, TypeError):
+            registered = False
+        if not registered:
             raise NetsError(f"{where}: initializer {value!r} is not registered in nets.init, "
                             f"so it cannot be saved")
         return [name, {k: _to_json(v, where, key) for k, v in vars(value).items()}]
@@ -587,7 +618,3 @@ def load(fname):
     except NetsError as e:
         raise NetsError(f"{fname}: {e}") from None
 
-
-# Inference and executors build on the classes above (they import this module).
-from .executor import bind, simple_bind
-from .inference import infer_shape, infer_storage_type, infer_type

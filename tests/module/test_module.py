@@ -211,3 +211,45 @@ def test_checkpoint_with_optimizer_states_resumes_exactly(tmp_path):
     for name, value in ref.get_params()[0].items():
         np.testing.assert_allclose(b.get_params()[0][name].asnumpy(), value.asnumpy(),
                                    rtol=1e-6, atol=1e-7)
+
+
+def test_dense_weight_of_a_csr_product_is_updated_lazily_and_biases_are_not_decayed():
+    """``dot(csr, w)`` gives a dense ``w`` a row_sparse gradient (as MXNet's executor): SGD
+    with momentum and weight decay touches only the batch's feature rows of the weight and
+    of its momentum; the bias gets no weight decay (MXNet: only ``*_weight``/``*_gamma``)."""
+    x, label = sym.Variable("data", stype="csr"), sym.Variable("label")
+    w, b = sym.Variable("lin_weight", shape=(6, 2)), sym.Variable("lin_bias", shape=(2,))
+    net = sym.LinearRegressionOutput(sym.broadcast_add(sym.sparse.dot(x, w), b), label)
+    mod = nets.mod.Module(net, label_names=["label"])
+    mod.bind(data_shapes=[("data", (2, 6))], label_shapes=[("label", (2, 2))])
+    w0 = np.arange(12, dtype=np.float32).reshape(6, 2) / 10
+    mod.init_params(arg_params={"lin_weight": nd.array(w0), "lin_bias": nd.ones((2,))})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                          "momentum": 0.9, "wd": 0.1})
+    xv = np.zeros((2, 6), np.float32)
+    xv[0, 1], xv[1, 4], xv[1, 1] = 1.0, 2.0, -1.0
+    yv = np.array([[1.0, 0.0], [0.0, 2.0]], np.float32)
+    batch = nets.data.DataBatch([nd.array(xv).tostype("csr")], [nd.array(yv)])
+    w_ref, b_ref = w0.astype(np.float64), np.ones(2)
+    mom_w, mom_b = np.zeros((6, 2)), np.zeros(2)
+    touched = [1, 4]
+    for _ in range(2):
+        mod.forward_backward(batch)
+        grad = mod._exec.grad_dict["lin_weight"]
+        assert grad.stype == "row_sparse" and grad.indices.asnumpy().tolist() == touched
+        mod.update()
+        # the reference: MXNet's lazy SGD on the touched rows (rescale_grad 1 / batch size)
+        d_pred = (xv @ w_ref + b_ref - yv) / 2  # LinearRegressionOutput: / label.size per row
+        g_w = (xv.T @ d_pred)[touched] / 2 + 0.1 * w_ref[touched]
+        g_b = d_pred.sum(axis=0) / 2  # no weight decay
+        mom_w[touched] = 0.9 * mom_w[touched] - 0.1 * g_w
+        mom_b = 0.9 * mom_b - 0.1 * g_b
+        w_ref[touched] += mom_w[touched]
+        b_ref = b_ref + mom_b
+    params = mod.get_params()[0]
+    np.testing.assert_allclose(params["lin_weight"].asnumpy(), w_ref, rtol=1e-5)
+    np.testing.assert_allclose(params["lin_bias"].asnumpy(), b_ref, rtol=1e-5)
+    absent = [0, 2, 3, 5]
+    assert np.array_equal(params["lin_weight"].asnumpy()[absent], w0[absent])
+    momentum = mod._states[mod._param_names.index("lin_weight")].asnumpy()
+    assert np.all(momentum[absent] == 0) and np.all(momentum[touched] != 0)

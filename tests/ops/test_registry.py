@@ -1,16 +1,25 @@
-"""The operator registry's own behaviour: storage logging and the fallback warning's content."""
+"""The operator registry's own behaviour: storage logging, the fallback warning's content,
+the declarations every operator makes, and vjps calling operators the ordinary way."""
 import logging
 
+import numpy as np
 import pytest
 
 import nets
-from nets import nd
+from nets import autograd, nd, sym
+from nets.base import ShapeError
 from nets.ops import registry
 
 
-def test_storage_verbose_logs_every_op(monkeypatch, caplog):
-    # NETS_STORAGE_VERBOSE=1 is read once at import; this flips the flag it sets
-    monkeypatch.setattr(registry, "_VERBOSE", True)
+@pytest.fixture
+def verbose():
+    """The storage log switched on for one test (``NETS_STORAGE_VERBOSE=1`` at import)."""
+    registry.set_storage_verbose(True)
+    yield
+    registry.set_storage_verbose(False)
+
+
+def test_storage_verbose_logs_every_op(verbose, caplog):
     x = nd.array([[1.0, 0.0], [0.0, 2.0]]).tostype("csr")
     with caplog.at_level(logging.INFO, logger="nets.storage"):
         y = x * 2
@@ -22,7 +31,7 @@ def test_storage_verbose_logs_every_op(monkeypatch, caplog):
 
 
 def test_quiet_by_default(caplog):
-    assert registry._VERBOSE is False  # the test environment does not set the variable
+    assert registry.storage_verbose() is False  # the test environment does not set the variable
     with caplog.at_level(logging.INFO, logger="nets.storage"):
         nd.ones((2, 2)) * 2
     assert not [r for r in caplog.records if r.name == "nets.storage"]
@@ -36,50 +45,72 @@ def test_fallback_warning_names_op_stypes_and_bytes():
     assert out.stype == "default" and len(rec) == 1
 
 
+def test_every_operator_declares_a_shape_rule():
+    missing = [name for name, op in registry.OPS.items() if op._shape_fn is None]
+    assert missing == []
+
+
+def test_no_fixed_arity_operator_has_a_catch_all_implementation():
+    # '*' is only for a variadic operator whose every mix runs natively (add_n)
+    catch_all = sorted({name for name, op in registry.OPS.items() if not op.variadic
+                        for pattern, _ in op._impls if "*" in pattern})
+    assert catch_all == []
+    assert registry.get_op("dot").find_impl(("csr", "default")) is not None
+    assert registry.get_op("log").find_impl(("row_sparse",)) is not None
+    assert registry.get_op("Embedding").find_impl(("csr", "default")) is None  # fallback
+
+
 @pytest.fixture
 def toy_op():
     """``(op, calls)``: an operator with a dense implementation that notes each call and
-    no sparse one, registered for the test only."""
+    no sparse one, registered for the test only; its vjp calls the operator itself."""
     calls = []
-    op = registry.Op("_toy_in_vjp", ("data",), {"scale": 1.0})
+    op = registry.Op("_toy_scale", ("data",), {"scale": 1.0})
 
     @op.impl("default")
     def _(data, scale):
         calls.append(data.stype)
         return nd.NDArray(data.asnumpy() * scale)
 
-    op.vjp(lambda node, g: (g * node.attrs["scale"],))
+    op.vjp(lambda node, g: (op(g, scale=node.attrs["scale"]),))
     yield op, calls
     del registry.OPS[op.name]
 
 
-def test_in_vjp_runs_the_implementation_directly_when_nothing_records(toy_op, monkeypatch):
-    op, calls = toy_op
-    monkeypatch.setattr(op, "_bind", lambda *a: pytest.fail("in_vjp bound the arguments"))
-    out = op.in_vjp(nd.array([1.0, 2.0]), scale=3.0)
-    assert calls == ["default"] and out._node is None
-    assert out.asnumpy().tolist() == [3.0, 6.0]
-
-
-def test_in_vjp_records_under_create_graph_and_falls_back_with_the_warning(toy_op):
+def test_a_vjp_calls_operators_the_ordinary_way(toy_op, verbose, caplog):
     op, calls = toy_op
     x = nd.array([1.0, 2.0])
     x.attach_grad()
-    with nets.autograd.record():  # as a vjp runs under grad(create_graph=True)
-        out = op.in_vjp(x, scale=3.0)
-    assert out._node is not None and out._node[0].op is op  # recorded: differentiable
-    out.backward()
-    assert x.grad.asnumpy().tolist() == [3.0, 3.0]
-    rsp = nd.array([[1.0], [0.0]]).tostype("row_sparse")  # no implementation: the full call
-    with pytest.warns(nets.StorageFallbackWarning, match="_toy_in_vjp"):
-        out = op.in_vjp(rsp, scale=2.0)
+    with autograd.record():
+        y = op(x, scale=3.0)
+    with caplog.at_level(logging.INFO, logger="nets.storage"):
+        y.backward()
+    assert x.grad.asnumpy().tolist() == [3.0, 3.0] and calls == ["default", "default"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "nets.storage"]
+    assert lines == ["_toy_scale: inputs ('default',) -> outputs ('default',)"]  # logged too
+
+
+def test_a_vjp_is_differentiable_and_falls_back_with_the_warning(toy_op):
+    op, calls = toy_op
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = op(x, scale=3.0)
+        (dx,) = [autograd.grad(y, x, head_grads=x, create_graph=True)]
+        z = nd.sum(dx)
+    z.backward()  # dx = 3 * x: its gradient w.r.t. x is 3
+    assert dx.asnumpy().tolist() == [3.0, 6.0] and x.grad.asnumpy().tolist() == [3.0, 3.0]
+    rsp = nd.array([[1.0], [0.0]]).tostype("row_sparse")  # no implementation: fallback
+    with pytest.warns(nets.StorageFallbackWarning, match="_toy_scale"):
+        out = op(rsp, scale=2.0)
     assert out.asnumpy().tolist() == [[2.0], [0.0]] and calls[-1] == "default"
 
 
-def test_in_vjp_logs_under_storage_verbose(toy_op, monkeypatch, caplog):
-    op, calls = toy_op
-    monkeypatch.setattr(registry, "_VERBOSE", True)
-    with caplog.at_level(logging.INFO, logger="nets.storage"):
-        op.in_vjp(nd.array([1.0]), scale=2.0)
-    assert "_toy_in_vjp: inputs ('default',) -> outputs ('default',)" in [
-        r.getMessage() for r in caplog.records if r.name == "nets.storage"]
+def test_an_operator_without_a_shape_rule_is_named_by_infer_shape(toy_op):
+    op, _ = toy_op
+    out = sym.namespace()["_toy_scale"](sym.var("x", shape=(3, 4)), name="t")
+    with pytest.raises(ShapeError, match="node 't': operator '_toy_scale' declares no shape"):
+        out.infer_shape()
+    op.shape(registry.same_shape)
+    assert out.infer_shape()[1] == [(3, 4)]
+    assert out.infer_type()[1] == [np.float32]

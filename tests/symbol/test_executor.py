@@ -8,6 +8,7 @@ import pytest
 import nets
 from nets import autograd, nd, sym
 from nets.base import NetsError, ShapeError
+from nets.ops import registry
 from nets.test_utils import assert_almost_equal, rand_ndarray
 
 
@@ -42,11 +43,14 @@ def test_group_storage_types_and_per_node_fallback_report():
     assert np.all(np.isneginf(logged.asnumpy()))
 
 
-def test_storage_verbose_logs_every_node_at_bind(monkeypatch, caplog):
-    monkeypatch.setenv("NETS_STORAGE_VERBOSE", "1")
+def test_storage_verbose_logs_every_node_at_bind(caplog):
     caplog.set_level(logging.INFO, logger="nets.storage")
     x, w = sym.var("data", stype="csr"), sym.var("weight", stype="row_sparse")
-    sym.sparse.dot(x, w, name="d").simple_bind(data=(3, 4), weight=(4, 2))
+    registry.set_storage_verbose(True)  # (NETS_STORAGE_VERBOSE=1 at import)
+    try:
+        sym.sparse.dot(x, w, name="d").simple_bind(data=(3, 4), weight=(4, 2))
+    finally:
+        registry.set_storage_verbose(False)
     assert "node 'd' (dot): inputs ('csr', 'row_sparse') -> outputs ('default',)" in caplog.text
 
 
@@ -133,3 +137,83 @@ def test_dropout_follows_train_and_predict_mode():
     assert np.all(exe.forward()[0].asnumpy() == 1)
     dropped = exe.forward(is_train=True)[0].asnumpy()
     assert set(np.unique(dropped)) == {0.0, 2.0}
+
+
+# -- gradient storage types: what MXNet 1.x allocates and produces ---------------------------
+
+def test_dot_csr_weight_gradient_is_row_sparse_and_the_csr_data_gradient_dense():
+    x, w = sym.var("x", stype="csr"), sym.var("w")
+    y = sym.sparse.dot(x, w)
+    assert y.infer_grad_storage_type() == ["default", "row_sparse"]
+    xv = nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [1, 4, 1], [0, 2, 2, 3]), shape=(3, 5))
+    wv = rand_ndarray((5, 2))
+    head = rand_ndarray((3, 2))
+    exe = y.simple_bind(x=(3, 5), w=(5, 2))
+    assert [g.stype for g in exe.grad_arrays] == ["default", "row_sparse"]
+    exe.forward(is_train=True, x=xv, w=wv)
+    exe.backward(head)
+    dense_x, h = xv.asnumpy(), head.asnumpy()
+    assert [g.stype for g in exe.grad_arrays] == ["default", "row_sparse"]
+    assert exe.grad_dict["w"].indices.asnumpy().tolist() == [1, 4]  # the touched features
+    assert_almost_equal(exe.grad_dict["w"], dense_x.T @ h)
+    assert_almost_equal(exe.grad_dict["x"], h @ wv.asnumpy().T)
+    exe = y.simple_bind(x=(3, 5), w=(5, 2), grad_req={"x": "null", "w": "write"})
+    assert [None if g is None else g.stype for g in exe.grad_arrays] == [None, "row_sparse"]
+
+
+def test_dot_of_a_transposed_csr_outputs_row_sparse():
+    x, w = sym.var("x", stype="csr"), sym.var("w")
+    y = sym.sparse.dot(x, w, transpose_a=True)
+    assert y.infer_storage_type()[1] == ["row_sparse"]
+    xv = nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [1, 4, 1], [0, 2, 2, 3]), shape=(3, 5))
+    wv = rand_ndarray((3, 2))
+    exe = y.simple_bind(x=(3, 5), w=(3, 2))
+    for _ in range(2):  # the first run and the cached program alike
+        (out,) = exe.forward(x=xv, w=wv)
+        assert out.stype == "row_sparse" and out.indices.asnumpy().tolist() == [1, 4]
+        assert_almost_equal(out, xv.asnumpy().T @ wv.asnumpy())
+
+
+def test_sparse_grad_embedding_weight_gradient_holds_only_the_looked_up_rows():
+    ids, weight = sym.var("ids"), sym.var("emb_weight")
+    out = sym.sum(sym.Embedding(ids, weight, input_dim=10, output_dim=3, sparse_grad=True))
+    assert out.infer_grad_storage_type() == ["default", "row_sparse"]
+    exe = out.simple_bind(ids=(4,), emb_weight=(10, 3), grad_req={"emb_weight": "write"})
+    assert exe.grad_dict["emb_weight"].stype == "row_sparse"
+    ids_v = nd.array([7, 2, 7, 5])
+    exe.forward(is_train=True, ids=ids_v, emb_weight=rand_ndarray((10, 3)))
+    exe.backward()
+    grad = exe.grad_dict["emb_weight"]
+    expected = np.zeros((10, 3))
+    np.add.at(expected, [7, 2, 7, 5], 1.0)
+    assert grad.stype == "row_sparse" and grad.indices.asnumpy().tolist() == [2, 5, 7]
+    assert_almost_equal(grad, expected)
+    dense = sym.sum(sym.Embedding(ids, weight, input_dim=10, output_dim=3))
+    assert dense.infer_grad_storage_type() == ["default", "default"]
+
+
+@pytest.mark.parametrize("head_stype", ["row_sparse", "default"])
+def test_elemwise_add_of_row_sparse_variables_gives_row_sparse_gradients(head_stype):
+    a, b = sym.var("a", stype="row_sparse"), sym.var("b", stype="row_sparse")
+    y = sym.sparse.elemwise_add(a, b)
+    assert y.infer_grad_storage_type() == ["row_sparse", "row_sparse"]
+    exe = y.simple_bind(a=(4, 2), b=(4, 2))
+    assert [g.stype for g in exe.grad_arrays] == ["row_sparse", "row_sparse"]
+    av = nd.array([[0, 0], [1, 2], [0, 0], [3, 0]]).tostype("row_sparse")
+    bv = nd.array([[5, 0], [0, 0], [0, 0], [0, 1]]).tostype("row_sparse")
+    (out,) = exe.forward(is_train=True, a=av, b=bv)
+    assert out.stype == "row_sparse"
+    head = nd.array([[0, 0], [2, 3], [0, 0], [4, 5]])  # rows 1 and 3
+    exe.backward(head.tostype(head_stype))
+    for name in ("a", "b"):
+        g = exe.grad_dict[name]
+        assert g.stype == "row_sparse" and g.indices.asnumpy().tolist() == [1, 3]
+        assert_almost_equal(g, head.asnumpy())
+
+
+def test_a_declared_grad_stype_wins_and_uses_are_summed_by_add_n():
+    x, w = sym.var("x", stype="csr"), sym.var("w")
+    both = sym.Group([sym.sparse.dot(x, w), sym.square(w)])  # row_sparse + default
+    assert both.infer_grad_storage_type() == ["default", "default"]
+    declared = sym.sparse.dot(x, sym.var("w", grad_stype="default"))
+    assert declared.infer_grad_storage_type() == ["default", "default"]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import nets
-from nets import nd, sym
-from nets.ops.registry import _EMPTY, OPS
+from nets import autograd, nd, sym
+from nets.ops.registry import OPS, REQUIRED
 from nets.test_utils import rand_ndarray
 
 STYPES = ("default", "csr", "row_sparse")
@@ -27,7 +27,7 @@ SAMPLE_ATTRS = {
     "broadcast_to": {"shape": (2, N, N)}, "_sum_to": {"shape": (1, N)},
 }
 SAMPLE_ATTRS.update({name: {"scalar": 2.0} for name, op in OPS.items()
-                     if op.attrs == {"scalar": _EMPTY}})
+                     if op.attrs == {"scalar": REQUIRED}})
 # Operators with required attributes that this sweep skips: internal gradient helpers
 # whose attributes describe another operator's call.
 SKIPPED = {"_backward_slice", "_backward_sum", "_backward_take"}
@@ -40,7 +40,7 @@ IDS = {("take", "indices"), ("pick", "index"), ("retain", "indices"), ("Embeddin
 
 
 def test_required_attribute_lists_are_complete():
-    required = {name for name, op in OPS.items() if _EMPTY in op.attrs.values()}
+    required = {name for name, op in OPS.items() if REQUIRED in op.attrs.values()}
     assert required == set(SAMPLE_ATTRS) | SKIPPED
 
 
@@ -94,5 +94,39 @@ def test_symbolic_and_imperative_storage_agree(op_name):
         assert tuple(r.stype for r in result) == expected, (op_name, stypes)
         if op.find_impl(stypes) is None:  # no implementation: the fallback must say so
             assert any(issubclass(w.category, nets.StorageFallbackWarning) for w in caught)
+        # the same declarations give the shapes and dtypes the call returns
+        given = {f"x{i}": a for i, a in enumerate(arrays) if a is not None}
+        assert out.infer_shape(**{k: a.shape for k, a in given.items()})[1] == [
+            r.shape for r in result], (op_name, stypes)
+        assert out.infer_type(**{k: a.dtype for k, a in given.items()})[1] == [
+            r.dtype for r in result], (op_name, stypes)
+        _check_grad_stypes(op, stypes, arrays, attrs, expected)
         checked += 1
     assert checked
+
+
+def _check_grad_stypes(op, stypes, arrays, attrs, out_stypes):
+    """The vjp, given output gradients in the outputs' storage types, returns each input's
+    gradient in the storage type ``infer_grad_stype`` declares (None: no gradient). Each
+    leaf's own gradient stype differs from the declared one, so a gradient that never
+    came (delivered as zeros of the leaf's stype) cannot pass for a declared one."""
+    declared = op.infer_grad_stype(*stypes, **attrs)
+    wanted = [k for k, g in enumerate(declared) if g is not None]
+    if not wanted:
+        return
+    leaves = [arrays[k].copy() for k in wanted]
+    for k, x in zip(wanted, leaves):
+        x.attach_grad(stype="row_sparse" if declared[k] == "default" else "default")
+    inputs = list(arrays)
+    for k, x in zip(wanted, leaves):
+        inputs[k] = x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nets.StorageFallbackWarning)
+        with autograd.record():
+            result = op(*inputs, **attrs)
+        result = result if isinstance(result, list) else [result]
+        heads = [nd.ones(r.shape, dtype=r.dtype).tostype(st) for r, st in zip(result, out_stypes)]
+        grads = autograd.grad(result, leaves, head_grads=heads)
+    grads = grads if isinstance(grads, list) else [grads]
+    got = tuple(g.stype for g in grads)
+    assert got == tuple(declared[k] for k in wanted), (op.name, stypes, got, declared)
