@@ -12,6 +12,7 @@ from . import ndarray as nd
 from . import symbol as sym
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
                    num_gpus)
+from .parallel import get_num_threads, set_num_threads
 from .trainer import Trainer
 
 _sys.modules[__name__ + ".nd"] = ndarray  # `import nets.nd` / `from nets.nd import sparse` work
