@@ -190,7 +190,8 @@ def _read(path):
 
 class _Call:
     """One ``parallel_for`` call: ``body`` over ``[0, count)`` in chunks of ``chunk``.
-    ``lock`` guards the position, the running chunks, the error and the threads seen."""
+    ``cond`` (its lock) guards the position, the running chunks, the error and the threads
+    seen."""
     __slots__ = ("body", "count", "chunk", "next", "running", "error", "stop", "threads",
                  "cond")
 

@@ -264,7 +264,7 @@ def test_every_parallel_kernel_honours_the_thread_count(threads, tmp_path, monke
         threads(n)
         for name, call in calls.items():
             most = 0
-            for _ in range(200):  # until the workers joined a call (a hang guard only)
+            for _ in range(1000):  # until the workers joined a call (a hang guard only)
                 with parallel.count_threads() as counts:
                     call()
                 assert counts and max(counts) <= n, (name, n, counts)
