@@ -85,6 +85,9 @@ def num_threads_source():
 
 def _current():
     global _setting
+    setting = _setting  # one read: set_num_threads replaces the tuple as a whole
+    if setting is not None:
+        return setting
     with _setting_lock:
         if _setting is None:
             _setting = _from_environment(os.environ)

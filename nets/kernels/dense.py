@@ -2,8 +2,8 @@
 
 ``outer``: a matrix product whose contracted size is 1 is an outer product, and numpy has
 no BLAS path for it (``matmul`` takes its generic loop). The backward pass of every layer
-with one output unit (``Dense(1)``: ``d data = g . W`` with ``g`` of shape ``(batch, 1)``) is such a
-product. Invariants: 1-D float32 or float64 operands of one dtype (any strides).
+with one output unit (``Dense(1)``: ``d data = g . W`` with ``g`` of shape ``(batch, 1)``)
+is such a product. Invariants: 1-D float32 or float64 operands of one dtype (any strides).
 """
 import numpy as np
 

@@ -14,7 +14,8 @@ import numpy as np
 from ._jit import PREFETCH_AHEAD, jit, popcount, prefetch_row
 
 # Ids are ranked in a bitmap of their range when it has at most this many 64-bit words
-# per id: zeroing and prefix-counting a word costs about a tenth of radix-sorting an id.
+# per id: a word costs one store and one prefix-count step, an id a radix sort's several
+# scattered passes.
 BITMAP_WORDS_PER_ID = 8
 
 

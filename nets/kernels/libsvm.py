@@ -487,11 +487,12 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
 
 @jit
 def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
-    """Per value ``x[i]``, ``lo <= i < hi``: the decimal ``mant * 10**exp10`` with the fewest digits (at most 9
-    for float32, 17 for float64) that parse_range reads back as exactly that value (checked
-    with ``decimal_value``, the reader's own conversion), trailing zeros removed; ``mant``
-    is negative for a negative value. ``status`` is DECIMAL, or a special token (NEG_ZERO,
-    NAN, POS_INF, NEG_INF), or UNFORMATTED: the caller formats that value with Python."""
+    """Per value ``x[i]``, ``lo <= i < hi``: the decimal ``mant * 10**exp10`` with the
+    fewest digits (at most 9 for float32, 17 for float64) that parse_range reads back as
+    exactly that value (checked with ``decimal_value``, the reader's own conversion),
+    trailing zeros removed; ``mant`` is negative for a negative value. ``status`` is
+    DECIMAL, or a special token (NEG_ZERO, NAN, POS_INF, NEG_INF), or UNFORMATTED: the caller
+    formats that value with Python. Values outside ``[lo, hi)`` are not touched."""
     for i in range(lo, hi):
         v = np.float64(x[i])
         mant[i], exp10[i], status[i] = 0, 0, UNFORMATTED

@@ -19,8 +19,8 @@ SUM, MAX, MIN = 0, 1, 2
 @jit(reassoc=True)
 def row_sums(a):
     """``out[i] = a[i].sum()`` for 2-D float ``a``. Meant for short rows: numpy's reduce
-    pays an inner-loop call per row there; each row is summed in one running sum per SIMD lane, as accurate as numpy's pairwise
-    sum (8 running sums) on rows this short."""
+    pays an inner-loop call per row there; each row is summed in one running sum per SIMD
+    lane, as accurate as numpy's pairwise sum (8 running sums) on rows this short."""
     n, m = a.shape
     out = np.empty(n, a.dtype)
     for i in range(n):
