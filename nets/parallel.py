@@ -48,9 +48,11 @@ __all__ = ["set_num_threads", "get_num_threads", "num_threads_source", "parallel
            "parallel_map", "available_cpus", "cgroup_cpu_quota", "count_threads"]
 
 ENV = "NETS_NUM_THREADS"
-# The least work (elements a kernel touches) worth a thread of its own: below it, waking a
-# worker and dispatching one more kernel call cost more than the thread saves.
-GRAIN = 1 << 17
+# The least work (elements a kernel reads or writes) worth a thread of its own. A worker
+# blocked between calls joins a call only after a wake-up (and then the GIL), and the caller
+# needs one more when it waits for the worker's last chunk: a thread pays only when its share
+# of the work takes several times that.
+GRAIN = 1 << 20
 # Chunks per thread: enough that a thread whose core is busy holds back at most a small
 # part of the call, few enough that each chunk's kernel dispatch is negligible.
 CHUNKS = 4

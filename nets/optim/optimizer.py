@@ -540,7 +540,7 @@ class _RowPlan:
             kernel(pos, 0, count, *args)
             return
         parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count,
-                              work=count * self.arrays[0].shape[1])
+                              work=count * sum(a.shape[1] for a in self.arrays if len(a)))
 
     def _weight_positions(self):
         line = self.weight_rows
