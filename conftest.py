@@ -17,15 +17,10 @@ def _seed():
 
 @pytest.fixture
 def shared_kernels(monkeypatch):
-    """Share every threaded kernel call between 3 threads in chunks of ~1/24 of its range,
+    """Split every parallel kernel call between 3 threads in chunks of ~1/24 of its range,
     however small its work (so chunk boundaries are tested on small inputs, on any
     machine)."""
-    from nets.kernels import threads
-    pool, crew = threads.ThreadPoolExecutor(2), threads._Crew(2)
-    monkeypatch.setattr(threads, "CORES", 3)
-    monkeypatch.setattr(threads, "GRAIN", 1)
-    monkeypatch.setattr(threads, "_POOL", pool)
-    monkeypatch.setattr(threads, "_CREW", crew)
-    yield
-    pool.shutdown()
-    crew.close()
+    from nets import parallel
+    monkeypatch.setattr(parallel, "_setting", (3, "set_num_threads"))
+    monkeypatch.setattr(parallel, "GRAIN", 1)
+    monkeypatch.setattr(parallel, "CHUNKS", 8)

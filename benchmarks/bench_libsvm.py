@@ -5,7 +5,8 @@ frequencies, float32 values in (0, 1): ``nets.test_utils.make_sparse_dataset``) 
 once into a temporary folder with ``save_libsvm``. Timed, each as MB/s and rows/s:
 
 - ``read bytes``              reading the file into memory (the I/O floor)
-- ``load_libsvm``             the whole file -> CSR + labels, on every core
+- ``load_libsvm``             the whole file -> CSR + labels, on ``nets.get_num_threads()``
+                              threads (``NETS_NUM_THREADS`` sets it)
 - ``load_libsvm 1 thread``    the same on one thread (does the parallel parse pay?)
 - ``LibSVMIter pass``         every batch of 512 rows (CSR data, dense labels), 8 MB blocks
 - ``sklearn``                 ``sklearn.datasets.load_svmlight_file``, when importable
@@ -23,8 +24,8 @@ import time
 
 import numpy as np
 
+import nets
 from nets import data
-from nets.kernels import threads
 from nets.test_utils import make_sparse_dataset
 
 
@@ -40,12 +41,12 @@ def timeit(fn, reps):
 
 def one_thread(fn):
     def run():
-        cores = threads.CORES  # the parser splits its ranges over nets.kernels.threads
-        threads.CORES = 1
+        threads = nets.get_num_threads()
+        nets.set_num_threads(1)
         try:
             return fn()
         finally:
-            threads.CORES = cores
+            nets.set_num_threads(threads)
     return run
 
 
@@ -95,7 +96,7 @@ def main():
             results[name] = r
 
     print(f"file: {rows:,} rows x {features:,} features, {nnz} nnz/row, {size / 1e6:.1f} MB "
-          f"(save_libsvm {save_s:.2f} s); {args.reps} reps; cores {threads.CORES}; "
+          f"(save_libsvm {save_s:.2f} s); {args.reps} reps; threads {nets.get_num_threads()}; "
           f"{sklearn_note}")
     print(f"{'case':24s} {'median s':>9s} {'min':>8s} {'max':>8s} {'MB/s':>8s} {'rows/s':>11s}")
     for name, r in results.items():
@@ -110,7 +111,7 @@ def main():
         print(f"{name}: {value:.2f}x")
     print(json.dumps({"bench": "libsvm", "rows": rows, "features": features, "nnz_per_row": nnz,
                       "bytes": size, "save_s": save_s, "reps": args.reps,
-                      "cpus": os.cpu_count(), "cores": threads.CORES,
+                      "cpus": os.cpu_count(), "threads": nets.get_num_threads(),
                       "machine": platform.processor() or platform.machine(),
                       "sklearn": sklearn_note, "results": results, "ratios": ratios}))
 

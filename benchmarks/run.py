@@ -684,7 +684,8 @@ def goals(res):
 
 def print_report(args, res, gls):
     print(f"\nnets benchmarks: {'quick' if args.quick else 'full'} run, {args.reps} reps after "
-          f"a warm-up, {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}")
+          f"a warm-up, {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
+          f"nets threads {_nets_threads()}")
     print(f"{'workload':8} {'variant':42} {'unit':>9} {'median':>11} {'min':>11} {'max':>11} "
           f"{'peak RSS MB':>12}")
     labels = {(v[0], v[1]): (v[3], v[4], v[5]) for v in VARIANTS}
@@ -708,6 +709,12 @@ def print_report(args, res, gls):
         goal = "" if g["goal"] is None else (("<= " if g.get("lower_is_better") else ">= ")
                                              + f"{g['goal']:g}")
         print(f"  {g['what']:52} {g['value']:9.3g}  {goal:>9}  {met}")
+
+
+def _nets_threads():
+    """The thread count nets' workers use and its source (``NETS_NUM_THREADS`` sets it)."""
+    from nets import parallel
+    return f"{parallel.get_num_threads()} ({parallel.num_threads_source()})"
 
 
 def main():
@@ -749,6 +756,7 @@ def main():
     print_report(args, res, gls)
     out = {"bench": "run", "quick": args.quick, "hybridized": not args.imperative,
            "reps": args.reps, "cpus": os.cpu_count(),
+           "nets_threads": _nets_threads(),
            "malloc_env": {} if args.no_malloc_tuning else MALLOC_ENV,
            "python": platform.python_version(), "seconds": time.perf_counter() - start,
            "results": res, "goals": gls}

@@ -12,6 +12,7 @@ from . import module as mod
 from . import symbol as sym
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
                    num_gpus)
+from .parallel import get_num_threads, set_num_threads
 from .trainer import Trainer
 
 _sys.modules[__name__ + ".sym"] = symbol  # `import nets.sym` / `from nets.sym import sparse`

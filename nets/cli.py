@@ -11,23 +11,23 @@ import time
 
 
 def _info(args):
-    """Print versions, numba's threading layer and cache folder."""
+    """Print versions, the kernel thread count and where it comes from, and numba's cache
+    folder."""
     import platform
 
     import numpy
     import scipy
 
     import nets
+    from .parallel import get_num_threads, num_threads_source
     lines = [("nets", nets.__version__), ("python", platform.python_version()),
              ("numpy", numpy.__version__), ("scipy", scipy.__version__)]
     try:
         import numba
-        from .kernels import threads
-        lines += [("numba", numba.__version__), ("kernel threads", threads.CORES),
-                  ("numba threads (the LibSVM writer)", numba.config.NUMBA_NUM_THREADS),
-                  ("numba threading layer", numba.config.THREADING_LAYER)]
+        lines.append(("numba", numba.__version__))
     except ImportError:
         lines.append(("numba", "not installed"))
+    lines.append(("threads", f"{get_num_threads()} (from {num_threads_source()})"))
     lines.append(("numba cache dir", os.environ.get("NUMBA_CACHE_DIR")
                   or "(default: __pycache__ beside each module)"))
     lines.append(("cpu count", os.cpu_count()))

@@ -20,10 +20,45 @@ def test_info_lists_versions_threading_and_cache(capsys, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/some/cache")
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    for key in ("nets", "numpy", "scipy", "numba", "kernel threads", "numba threading layer",
-                "numba cache dir"):
+    for key in ("nets", "numpy", "scipy", "numba", "threads", "numba cache dir"):
         assert any(line.startswith(key + " ") for line in out.splitlines()), key
     assert "/some/cache" in out
+
+
+def _info_threads_line(value):
+    """``nets info``'s thread line after the thread count, run with NETS_NUM_THREADS=value."""
+    import os
+    proc = subprocess.run([sys.executable, "-m", "nets.cli", "info"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NETS_NUM_THREADS": value})
+    assert proc.returncode == 0, proc.stderr
+    return next(x for x in proc.stdout.splitlines() if x.startswith("threads ")).split(None, 1)[1]
+
+
+def test_info_shows_the_thread_count_from_the_environment():
+    assert _info_threads_line("3") == "3 (from NETS_NUM_THREADS)"
+
+
+def test_info_shows_the_detected_thread_count_and_its_source():
+    count, source = _info_threads_line("").split(None, 1)
+    assert int(count) >= 1
+    assert source == "(from affinity mask)" or source.startswith("(from cgroup CPU quota (")
+
+
+def test_info_after_set_num_threads(capsys, monkeypatch):
+    from nets import parallel
+    monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
+    nets.set_num_threads(2)
+    assert main(["info"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("threads "))
+    assert line.split(None, 1)[1] == "2 (from set_num_threads)"
+
+
+def test_info_reports_a_bad_thread_count(capsys, monkeypatch):
+    from nets import parallel
+    monkeypatch.setattr(parallel, "_setting", None)
+    monkeypatch.setenv("NETS_NUM_THREADS", "many")
+    assert main(["info"]) == 2
+    assert "NETS_NUM_THREADS='many': expected an integer >= 1" in capsys.readouterr().err
 
 
 def test_no_command_prints_help_and_fails(capsys):

@@ -2,12 +2,12 @@
 streams with.
 
 A file is read in blocks of whole lines; each block is parsed by a numba kernel over its raw
-bytes (nets.kernels.libsvm documents the grammar), over line-aligned ranges that the cores
-take in turn (``nets.kernels.threads.each``: with OpenMP's static split a range whose core
-another process held delayed the whole block; load_libsvm's reps on the benchmark machine
-ran at 250-750 MB/s, now 600-640, at ~10% less than OpenMP's best on an idle machine).
-Bad input is never skipped: the kernel reports an error code and a byte offset, turned here
-into a ``NetsError`` naming the file, the line number and the offending token.
+bytes (nets.kernels.libsvm documents the grammar), over line-aligned ranges that the threads
+take in turn (``nets.parallel.parallel_map``: a thread whose core another process holds takes
+fewer ranges instead of holding up the block). The writer formats values in ranges split
+the same way (``parallel_for``). Bad input is never skipped: the kernel reports an error
+code and a byte offset, turned here into a ``NetsError`` naming the file, the line number
+and the offending token.
 """
 import functools
 import os
@@ -19,12 +19,13 @@ from ..base import INDEX_DTYPE, DTypeError, NetsError, as_dtype
 from ..ndarray.creation import array, csr_matrix
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
+from ..parallel import get_num_threads, parallel_for, parallel_map
 
 __all__ = ["load_libsvm", "save_libsvm"]
 
 LOAD_BLOCK = 256 << 20  # load_libsvm reads and parses the file in blocks of this many bytes
-PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all cores,
-MAX_PARTS = 16  # and in at most this many: enough for cores to balance a busy neighbour
+PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all threads,
+MAX_PARTS = 16  # and in at most this many: enough for threads to balance a busy neighbour
 _NO_LIMIT = 2 ** 62
 
 
@@ -112,7 +113,7 @@ def _error(path, pos, code, spec):
 
 
 def _parse_part(buf, bounds, args, bases, outs, i):
-    """Range ``i`` of a block (``kernels.libsvm.parse_part``), for ``threads.each``."""
+    """Range ``i`` of a block (``kernels.libsvm.parse_part``), for ``parallel_map``."""
     return kernels.libsvm.parse_part(buf, bounds, i, *args, *bases, *outs)
 
 
@@ -121,10 +122,10 @@ def _parse(buf, spec, path, offset):
     k = kernels.libsvm
     if buf.ctypes.data % 8:  # count_range reads 8-byte words (numpy's buffers are aligned)
         buf = buf.copy()
-    parts = max(1, min(len(buf) // PART_BYTES, MAX_PARTS)) if kernels.threads.CORES > 1 else 1
+    parts = max(1, min(len(buf) // PART_BYTES, MAX_PARTS)) if get_num_threads() > 1 else 1
     bounds = k.line_bounds(buf, parts)
-    counts = np.array(kernels.threads.each(
-        lambda i: k.count_range(buf, bounds[i], bounds[i + 1]), parts), np.int64).reshape(-1, 3)
+    counts = np.array(parallel_map(lambda i: k.count_range(buf, bounds[i], bounds[i + 1]),
+                                   parts), np.int64).reshape(-1, 3)
     rows_cap = counts[:, 0] + 1
     row_base = np.concatenate(([0], np.cumsum(rows_cap)))
     nnz_base = np.concatenate(([0], np.cumsum(counts[:, 1])))
@@ -145,7 +146,7 @@ def _parse(buf, spec, path, offset):
         slow_pos = np.empty((cap * parts, 2), INDEX_DTYPE)
         call = (buf, bounds, args, (row_base, nnz_base, lab_base),
                 (labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos))
-        stats = np.array(kernels.threads.each(functools.partial(_parse_part, *call), parts),
+        stats = np.array(parallel_map(functools.partial(_parse_part, *call), parts),
                          np.int64).reshape(-1, 8)
         failed = np.flatnonzero(stats[:, 4])
         if failed.size:  # the first error in file order
@@ -266,7 +267,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
     ``>= n_features``) raises ``NetsError`` naming the file, the line and the token.
     ``cache=True`` stores the result in ``path + '.nets.npz'`` (nets' pickle-free format) and
     reuses it while the file's size and modification time are unchanged. ``progress=True``
-    shows a tqdm bar. Parsing runs on every core (``nets.kernels.threads``).
+    shows a tqdm bar. Parsing runs on ``nets.get_num_threads()`` threads.
     """
     path = _path(path)
     spec = _Spec(n_features, zero_based, dtype, multilabel)
@@ -371,6 +372,9 @@ class _Progress:
 
 
 SAVE_BLOCK = 1 << 20  # save_libsvm formats about this many values at a time
+# Work (``parallel_for``'s elements touched) of formatting one value: it tries up to 17
+# digit counts, each a double-double product and a conversion back.
+DECIMAL_WORK = 32
 
 
 def save_libsvm(path, X, y, zero_based=True, query_id=None):
@@ -445,7 +449,8 @@ def _decimals(x):
         x = x.astype(np.float32 if x.dtype.itemsize < 4 else np.float64)
     f32 = x.dtype == np.float32
     mant, exp10, status = (np.empty(len(x), INDEX_DTYPE) for _ in range(3))
-    k.shortest_decimals(x, f32, mant, exp10, status)
+    parallel_for(lambda lo, hi: k.shortest_decimals(x, f32, mant, exp10, status, lo, hi),
+                 len(x), work=len(x) * DECIMAL_WORK)
     for i in np.flatnonzero(status == k.UNFORMATTED):
         sign, digits, e = Decimal(str(x[i]) if f32 else repr(float(x[i]))).as_tuple()
         m = int("".join(map(str, digits)))

@@ -6,41 +6,33 @@ Invariants every kernel here trusts (the operator validates first):
 - the dense operand ``w`` is 2-D, C-contiguous, of ``data``'s dtype, and its contracted axis
   matches the CSR matrix (``w.shape[0] == cols`` or ``== rows``, as each kernel says).
 
-No ``parallel=True``: on 2 cores it won at best 0.1 ms on the 512 x 10^6 benchmark batch,
-and when another process held the second core the OpenMP barrier made ``csr_dense`` 50x
-slower (12 ms vs 0.23 ms; see benchmarks/README.md); the operator shares ``csr_dense``'s
-rows between threads instead (``nets.kernels.threads``). What a loop over
-scattered rows of a large weight waits for is memory latency, not bandwidth:
-``prefetch_row`` asks for the rows a few iterations ahead (also used by the lazy optimizer
-kernels).
+``csr_dense`` computes a row range ``[lo, hi)`` of its output, so the operator splits its
+rows between threads (``nets.parallel``). What a loop over scattered rows of a large weight
+waits for is memory latency, not bandwidth: ``prefetch_row`` asks for the rows a few
+iterations ahead (also used by the lazy optimizer kernels).
 """
 import numpy as np
 
 from ._jit import PREFETCH_AHEAD, jit, prefetch_row
 from .embedding import unique_slots
-from .threads import claim
 
 
 @jit
-def csr_dense(indptr, indices, data, w, out, counter):
-    """``out += X @ w`` for ``out`` of shape ``(rows, w.shape[1])``; ``w.shape[0] == cols``.
+def csr_dense(indptr, indices, data, w, out, lo, hi):
+    """``out[lo:hi] += (X @ w)[lo:hi]`` for ``out`` of shape ``(rows, w.shape[1])``;
+    ``w.shape[0] == cols``, ``0 <= lo <= hi <= rows``; no other row of ``out`` is touched.
 
-    Each output row is a sum of scaled contiguous rows of ``w``. The rows come in chunks
-    from ``counter`` (``nets.kernels.threads``: threads share one call).
+    Each output row is a sum of scaled contiguous rows of ``w``.
     """
-    rows, n = len(indptr) - 1, w.shape[1]
-    a, b = claim(counter, rows, 0)
-    while a < b:
-        end = indptr[b]
-        for i in range(a, b):
-            o = out[i]
-            for p in range(indptr[i], indptr[i + 1]):
-                if p + PREFETCH_AHEAD < end:
-                    prefetch_row(w, indices[p + PREFETCH_AHEAD])
-                v, wr = data[p], w[indices[p]]
-                for j in range(n):
-                    o[j] += v * wr[j]
-        a, b = claim(counter, rows, b - a)
+    n, end = w.shape[1], indptr[hi]
+    for i in range(lo, hi):
+        o = out[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            if p + PREFETCH_AHEAD < end:
+                prefetch_row(w, indices[p + PREFETCH_AHEAD])
+            v, wr = data[p], w[indices[p]]
+            for j in range(n):
+                o[j] += v * wr[j]
 
 
 @jit
@@ -69,10 +61,9 @@ def csr_t_dense(indptr, indices, data, w, n_cols):
     column ids of ``X`` (all in ``[0, n_cols)``) and ``block[k] = (X.T @ w)[cols[k]]``;
     ``w.shape[0] == rows``. Memory is O(nnz + touched * n), never O(cols * n).
 
-    ``unique_slots`` numbers the column ids in linear time (what
-    ``np.unique(indices, return_inverse=True)`` did in O(nnz log nnz), 0.3 ms on a 512 x
-    10^6 batch with 15,000 entries); the rows of ``X`` are then scattered in order, each
-    row of ``w`` read once.
+    ``unique_slots`` numbers the column ids in linear time (``np.unique(indices,
+    return_inverse=True)`` takes O(nnz log nnz)); the rows of ``X`` are then scattered in
+    order, each row of ``w`` read once.
     """
     n, nnz = w.shape[1], len(indices)
     cols, slot = unique_slots(indices, n_cols)

@@ -29,7 +29,6 @@ Invariants every kernel here trusts (nets.data.libsvm checks first):
 import math
 
 import numpy as np
-from numba import prange
 
 from ._jit import jit
 
@@ -439,8 +438,8 @@ def _zero_bytes(y):
 def count_range(buf, lo, hi):
     """('\\n', ':', ',') counts in ``buf[lo:hi]``: the capacities parse_range needs.
 
-    Eight bytes at a time (numba does not vectorise the byte loop; this is ~4x faster);
-    ``buf`` must start 8-byte aligned.
+    Eight bytes at a time (numba does not vectorise the byte loop, so one word per step
+    beats one byte per step); ``buf`` must start 8-byte aligned.
     """
     words = buf[:len(buf) // 8 * 8].view(np.uint64)
     a = min(hi, (lo + 7) // 8 * 8)
@@ -486,14 +485,15 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
 
 # -- writer ---------------------------------------------------------------------------------
 
-@jit(parallel=True)
-def shortest_decimals(x, f32, mant, exp10, status):
-    """Per value of ``x``: the decimal ``mant * 10**exp10`` with the fewest digits (at most 9
-    for float32, 17 for float64) that parse_range reads back as exactly that value (checked
-    with ``decimal_value``, the reader's own conversion), trailing zeros removed; ``mant``
-    is negative for a negative value. ``status`` is DECIMAL, or a special token (NEG_ZERO,
-    NAN, POS_INF, NEG_INF), or UNFORMATTED: the caller formats that value with Python."""
-    for i in prange(len(x)):
+@jit
+def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
+    """Per value ``x[i]``, ``lo <= i < hi``: the decimal ``mant * 10**exp10`` with the
+    fewest digits (at most 9 for float32, 17 for float64) that parse_range reads back as
+    exactly that value (checked with ``decimal_value``, the reader's own conversion),
+    trailing zeros removed; ``mant`` is negative for a negative value. ``status`` is
+    DECIMAL, or a special token (NEG_ZERO, NAN, POS_INF, NEG_INF), or UNFORMATTED: the caller
+    formats that value with Python. Values outside ``[lo, hi)`` are not touched."""
+    for i in range(lo, hi):
         v = np.float64(x[i])
         mant[i], exp10[i], status[i] = 0, 0, UNFORMATTED
         if v != v:

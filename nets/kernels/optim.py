@@ -4,37 +4,33 @@ Invariants the caller (``nets.optim``) guarantees:
 - every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
   storage; all have one float dtype and so has every float scalar argument (the arithmetic
   runs in the array dtype, as MXNet's kernels do);
-- the ``count`` updates ``k`` come in chunks from ``counter`` (``nets.kernels.threads``:
-  threads may share one call); update ``k`` touches row ``pos[0, k]`` of the weight, row
-  ``pos[1, k]`` of the gradient and row ``pos[2 + s, k]`` of state ``s`` (a gradient row
-  that is absent from a sparse gradient points at a zero row appended to its data). An
-  empty ``pos`` (no columns) means row ``k`` of every operand: the dense path builds no
-  index array. A state the optimizer does not use is a ``(0, cols)`` placeholder, never
-  read;
+- a call applies the updates ``k`` in ``[lo, hi)`` (``nets.parallel`` may split them
+  between threads, each calling the kernel on its own range); update ``k`` touches row
+  ``pos[0, k]`` of the weight, row ``pos[1, k]`` of the gradient and row ``pos[2 + s, k]``
+  of state ``s`` (a gradient row that is absent from a sparse gradient points at a zero
+  row appended to its data). An empty ``pos`` (no columns) means row ``k`` of every
+  operand: the dense path builds no index array. A state the optimizer does not use is a
+  ``(0, cols)`` placeholder, never read;
 - the weight's and each state's line of ``pos`` hold unique rows (a canonical row_sparse
   gradient has unique indices), so the updates are independent (in any order);
 - ``clip = inf`` disables clipping (the optimizer maps ``clip_gradient=None`` to inf).
 
 States are flushed to zero below ``TINY`` in magnitude: moments of rows that no batch touches
-decay geometrically into float32 denormals after ~800 steps, and arithmetic on denormals runs
-~15x slower, which would slow every later dense pass (DESIGN §7).
+decay geometrically into float32 denormals, and arithmetic on denormals takes a slow
+microcode path on x86, which would slow every later dense pass (DESIGN §7).
 
 Divisions use ``np.divide`` (numpy's error model): numba's ``/`` checks every float divisor
 for zero, and that branch keeps LLVM from vectorising the loop over a row. Rows are indexed
 ``w[r, j]``, not taken as 1-D views: a view costs reference counting per row, and a view
-chosen by a condition (SGD's ``mom[s] if has_mom else w[r]``) kept numba from eliding it
-(SGD 2.1x slower on 1,000 rows of 32). A lazy step reads and writes scattered rows, so it
-waits on memory latency: ``_ahead`` prefetches the rows of the update ``PREFETCH_AHEAD``
-steps later (1.4x faster on 1M x 64 Adam), and the optimizer shares a large lazy step
-between threads (``nets.kernels.threads``), each core bringing its own rows in. No
-``parallel=True``: a dense pass is memory-bound (a second thread did not speed it up on the
-2-core benchmark machine) and OpenMP's barrier made calls 14-50x slower whenever another
-process held a core.
+chosen by a condition (SGD's ``mom[s] if has_mom else w[r]``) keeps numba from eliding it.
+A lazy step reads and writes scattered rows, so it waits on memory latency: ``_ahead``
+prefetches the rows of the update ``PREFETCH_AHEAD`` steps later, and the optimizer splits a
+large lazy step between threads, each core bringing its own rows in. A dense pass streams
+memory at the bandwidth one core already gets, so the optimizer runs it in one call.
 """
 import numpy as np
 
 from ._jit import PREFETCH_AHEAD, jit, prefetch_row
-from .threads import claim
 
 TINY = 1e-30
 
@@ -70,7 +66,7 @@ def _clip(x, bound):
 
 
 @jit
-def sgd(pos, count, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
+def sgd(pos, lo, hi, w, g, mom, lr, wd, momentum, rescale, clip, has_mom):
     """SGD (MXNet ``sgd_update`` / ``sgd_mom_update``)::
 
         step = -lr * (wd * w + clip(rescale * g))
@@ -78,27 +74,24 @@ def sgd(pos, count, counter, w, g, mom, lr, wd, momentum, rescale, clip, has_mom
         w += step
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, count, 0)
-    while lo < hi:
-        for k in range(lo, hi):
-            _ahead(pos, k, hi, 0, w)
-            r, q = _at(pos, 0, k), _at(pos, 1, k)
-            if has_mom:
-                _ahead(pos, k, hi, 2, mom)
-                s = _at(pos, 2, k)
-                for j in range(w.shape[1]):
-                    step = _ftz(momentum * mom[s, j] - lr * (wd * w[r, j] +
-                                                             _clip(g[q, j] * rescale, clip)), tiny)
-                    mom[s, j] = step
-                    w[r, j] += step
-            else:
-                for j in range(w.shape[1]):
-                    w[r, j] -= lr * (wd * w[r, j] + _clip(g[q, j] * rescale, clip))
-        lo, hi = claim(counter, count, hi - lo)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        r, q = _at(pos, 0, k), _at(pos, 1, k)
+        if has_mom:
+            _ahead(pos, k, hi, 2, mom)
+            s = _at(pos, 2, k)
+            for j in range(w.shape[1]):
+                step = _ftz(momentum * mom[s, j] - lr * (wd * w[r, j] +
+                                                         _clip(g[q, j] * rescale, clip)), tiny)
+                mom[s, j] = step
+                w[r, j] += step
+        else:
+            for j in range(w.shape[1]):
+                w[r, j] -= lr * (wd * w[r, j] + _clip(g[q, j] * rescale, clip))
 
 
 @jit
-def adam(pos, count, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
+def adam(pos, lo, hi, w, g, mean, var, lr, beta1, beta2, epsilon, wd, rescale, clip,
          decoupled):
     """Adam (MXNet ``adam_update``; ``lr`` carries the bias correction)::
 
@@ -111,32 +104,29 @@ def adam(pos, count, counter, w, g, mean, var, lr, beta1, beta2, epsilon, wd, re
     ``w -= lr * (mean / (sqrt(var) + epsilon) + wd * w)``.
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    lo, hi = claim(counter, count, 0)
-    while lo < hi:
-        for k in range(lo, hi):
-            _ahead(pos, k, hi, 0, w)
-            _ahead(pos, k, hi, 2, mean)
-            _ahead(pos, k, hi, 3, var)
-            r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
-            for j in range(w.shape[1]):
-                wj = w[r, j]
-                x = g[q, j] * rescale
-                if not decoupled:
-                    x += wd * wj
-                x = _clip(x, clip)
-                m = _ftz(beta1 * mean[a, j] + (one - beta1) * x, tiny)
-                v = _ftz(beta2 * var[b, j] + (one - beta2) * x * x, tiny)
-                mean[a, j] = m
-                var[b, j] = v
-                d = np.divide(m, np.sqrt(v) + epsilon)
-                if decoupled:
-                    d += wd * wj
-                w[r, j] = wj - lr * d
-        lo, hi = claim(counter, count, hi - lo)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        _ahead(pos, k, hi, 2, mean)
+        _ahead(pos, k, hi, 3, var)
+        r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
+        for j in range(w.shape[1]):
+            wj = w[r, j]
+            x = g[q, j] * rescale
+            if not decoupled:
+                x += wd * wj
+            x = _clip(x, clip)
+            m = _ftz(beta1 * mean[a, j] + (one - beta1) * x, tiny)
+            v = _ftz(beta2 * var[b, j] + (one - beta2) * x * x, tiny)
+            mean[a, j] = m
+            var[b, j] = v
+            d = np.divide(m, np.sqrt(v) + epsilon)
+            if decoupled:
+                d += wd * wj
+            w[r, j] = wj - lr * d
 
 
 @jit
-def adagrad(pos, count, counter, w, g, history, lr, wd, epsilon, rescale, clip):
+def adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
     """AdaGrad (MXNet ``AdaGrad``)::
 
         x = clip(rescale * g)
@@ -144,23 +134,20 @@ def adagrad(pos, count, counter, w, g, history, lr, wd, epsilon, rescale, clip):
         w -= lr * (x / sqrt(history + epsilon) + wd * w)
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, count, 0)
-    while lo < hi:
-        for k in range(lo, hi):
-            _ahead(pos, k, hi, 0, w)
-            _ahead(pos, k, hi, 2, history)
-            r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
-            for j in range(w.shape[1]):
-                wj = w[r, j]
-                x = _clip(g[q, j] * rescale, clip)
-                h = _ftz(history[a, j] + x * x, tiny)
-                history[a, j] = h
-                w[r, j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
-        lo, hi = claim(counter, count, hi - lo)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        _ahead(pos, k, hi, 2, history)
+        r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
+        for j in range(w.shape[1]):
+            wj = w[r, j]
+            x = _clip(g[q, j] * rescale, clip)
+            h = _ftz(history[a, j] + x * x, tiny)
+            history[a, j] = h
+            w[r, j] = wj - lr * (np.divide(x, np.sqrt(h + epsilon)) + wd * wj)
 
 
 @jit
-def rmsprop(pos, count, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale,
+def rmsprop(pos, lo, hi, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale,
             clip, clip_weights, centered):
     """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::
 
@@ -173,36 +160,33 @@ def rmsprop(pos, count, counter, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon
         w = clip(w, clip_weights)
     """
     one, tiny = w.dtype.type(1), w.dtype.type(TINY)
-    lo, hi = claim(counter, count, 0)
-    while lo < hi:
-        for k in range(lo, hi):
-            _ahead(pos, k, hi, 0, w)
-            _ahead(pos, k, hi, 2, n)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        _ahead(pos, k, hi, 2, n)
+        if centered:
+            _ahead(pos, k, hi, 3, mg)
+            _ahead(pos, k, hi, 4, delta)
+        r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
+        b, c = (_at(pos, 3, k), _at(pos, 4, k)) if centered else (a, a)
+        for j in range(w.shape[1]):
+            wj = w[r, j]
+            x = _clip(g[q, j] * rescale + wd * wj, clip)
+            nj = _ftz((one - gamma1) * x * x + gamma1 * n[a, j], tiny)
+            n[a, j] = nj
             if centered:
-                _ahead(pos, k, hi, 3, mg)
-                _ahead(pos, k, hi, 4, delta)
-            r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
-            b, c = (_at(pos, 3, k), _at(pos, 4, k)) if centered else (a, a)
-            for j in range(w.shape[1]):
-                wj = w[r, j]
-                x = _clip(g[q, j] * rescale + wd * wj, clip)
-                nj = _ftz((one - gamma1) * x * x + gamma1 * n[a, j], tiny)
-                n[a, j] = nj
-                if centered:
-                    m = _ftz((one - gamma1) * x + gamma1 * mg[b, j], tiny)
-                    step = lr * np.divide(x, np.sqrt(nj - m * m + epsilon))
-                    d = _ftz(gamma2 * delta[c, j] - step, tiny)
-                    mg[b, j] = m
-                    delta[c, j] = d
-                    wj = wj + d
-                else:
-                    wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
-                w[r, j] = _clip(wj, clip_weights)
-        lo, hi = claim(counter, count, hi - lo)
+                m = _ftz((one - gamma1) * x + gamma1 * mg[b, j], tiny)
+                step = lr * np.divide(x, np.sqrt(nj - m * m + epsilon))
+                d = _ftz(gamma2 * delta[c, j] - step, tiny)
+                mg[b, j] = m
+                delta[c, j] = d
+                wj = wj + d
+            else:
+                wj = wj - lr * np.divide(x, np.sqrt(nj + epsilon))
+            w[r, j] = _clip(wj, clip_weights)
 
 
 @jit
-def ftrl(pos, count, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+def ftrl(pos, lo, hi, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
     """FTRL-proximal (MXNet ``ftrl_update``)::
 
         x = clip(rescale * g)
@@ -211,25 +195,22 @@ def ftrl(pos, count, counter, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
         w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  if |z| > lamda1  else 0
     """
     tiny = w.dtype.type(TINY)
-    lo, hi = claim(counter, count, 0)
-    while lo < hi:
-        for k in range(lo, hi):
-            _ahead(pos, k, hi, 0, w)
-            _ahead(pos, k, hi, 2, z)
-            _ahead(pos, k, hi, 3, n)
-            r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
-            for j in range(w.shape[1]):
-                x = _clip(g[q, j] * rescale, clip)
-                nj = n[b, j]
-                shift = (np.sqrt(nj + x * x) - np.sqrt(nj)) * w[r, j]
-                zj = _ftz(z[a, j] + x - np.divide(shift, lr), tiny)
-                nj = _ftz(nj + x * x, tiny)
-                z[a, j] = zj
-                n[b, j] = nj
-                sign = lamda1 if zj > 0 else -lamda1
-                shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
-                w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
-        lo, hi = claim(counter, count, hi - lo)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        _ahead(pos, k, hi, 2, z)
+        _ahead(pos, k, hi, 3, n)
+        r, q, a, b = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k), _at(pos, 3, k)
+        for j in range(w.shape[1]):
+            x = _clip(g[q, j] * rescale, clip)
+            nj = n[b, j]
+            shift = (np.sqrt(nj + x * x) - np.sqrt(nj)) * w[r, j]
+            zj = _ftz(z[a, j] + x - np.divide(shift, lr), tiny)
+            nj = _ftz(nj + x * x, tiny)
+            z[a, j] = zj
+            n[b, j] = nj
+            sign = lamda1 if zj > 0 else -lamda1
+            shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
+            w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
 
 
 @jit

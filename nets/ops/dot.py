@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .. import kernels
+from .. import kernels, parallel
 from ..base import FLOAT_DTYPES, DTypeError, ShapeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
@@ -198,8 +198,8 @@ def _csr_dense_into(x, w, out):
     """``out += x . w`` for CSR ``x`` and numpy ``w`` (``out`` C-contiguous, of ``w``'s
     dtype), the cores sharing its rows; returns ``out``."""
     w, parts = np.ascontiguousarray(w), (x._indptr, x._indices, x._data)
-    kernels.threads.share(lambda counter: kernels.csr.csr_dense(*parts, w, out, counter),
-                          len(out), x.nnz * w.shape[1])
+    parallel.parallel_for(lambda lo, hi: kernels.csr.csr_dense(*parts, w, out, lo, hi),
+                          len(out), work=x.nnz * w.shape[1])
     return out
 
 

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .. import kernels
+from .. import kernels, parallel
 from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
 from ..ndarray import aligned
 from ..ndarray.creation import zeros
@@ -524,7 +524,7 @@ class _RowPlan:
         return _view2d(a._np, what) if a.stype == "default" else _storage2d(a)
 
     def run(self, kernel, floats, *flags):
-        """``kernel(pos, count, counter, *arrays, *floats, *flags)`` over the updates,
+        """``kernel(pos, lo, hi, *arrays, *floats, *flags)`` over the updates,
         ``floats`` (the learning rate first) cast to the dtype. A lazy update waits on memory
         latency (scattered rows), so the cores share a large one: each keeps its own rows in
         flight. A dense pass streams memory at the bandwidth one core already gets: one
@@ -537,10 +537,10 @@ class _RowPlan:
         pos, count = self.pos, self.count
         args = (*self.arrays, dtype.type(floats[0]), *rest, *flags)
         if not pos.shape[1]:
-            kernel(pos, count, kernels.threads.WHOLE, *args)
+            kernel(pos, 0, count, *args)
             return
-        kernels.threads.share(lambda counter: kernel(pos, count, counter, *args), count,
-                              count * self.arrays[0].shape[1])
+        parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count,
+                              work=count * sum(a.shape[1] for a in self.arrays if len(a)))
 
     def _weight_positions(self):
         line = self.weight_rows

@@ -218,21 +218,27 @@ def test_blocks(tmp_path, monkeypatch, multilabel):
 @pytest.mark.parametrize("with_qid", [False, True])  # qid:'s ':' leave gaps between ranges
 def test_parallel_ranges_and_slow_tokens(tmp_path, monkeypatch, with_qid):
     """Force the multi-range parse on a small file (ranges taken by 1 and 3 threads), with
-    more slow tokens (17-digit float64 values) than the first slot allocation holds."""
+    more slow tokens (17-digit float64 values) than the first slot allocation holds; the
+    writer's values formatted by 3 threads give the same file."""
     monkeypatch.setattr(nets.data.libsvm, "PART_BYTES", 64)
+    monkeypatch.setattr(nets.parallel, "GRAIN", 1)
     rng = np.random.default_rng(0)
     X = nets.nd.array(rng.random((300, 4)) * (rng.random((300, 4)) < 0.8)).tostype("csr")
     y = nets.nd.array(rng.normal(size=300))
     qid = np.where(rng.random(300) < 0.5, rng.integers(0, 9, 300), -1) if with_qid else None
     path = _write(tmp_path, "")
     data.save_libsvm(path, X, y, query_id=qid)
-    for cores in (1, 3):
-        monkeypatch.setattr(nets.kernels.threads, "CORES", cores)
+    for threads in (1, 3):
+        monkeypatch.setattr(nets.parallel, "_setting", (threads, "set_num_threads"))
         X2, y2, q2 = data.load_libsvm(path, n_features=4, zero_based=True, dtype="float64",
                                       query_id=True)
         assert_same_arrays(X2, X)
         assert_same_arrays(y2, y)
         np.testing.assert_array_equal(q2.asnumpy(), -1 if qid is None else qid)
+        again = str(tmp_path / f"again{threads}.txt")
+        data.save_libsvm(again, X, y, query_id=qid)
+        with open(path, "rb") as a, open(again, "rb") as b:
+            assert a.read() == b.read()
 
 
 @pytest.mark.parametrize("dtype, exponents", [(np.float32, 127), (np.float64, 1023)])

@@ -1,8 +1,8 @@
 """Kernels trust their inputs, so an out-of-bounds index would silently corrupt memory.
 This re-runs every kernel test with NUMBA_BOUNDSCHECK=1, where numba raises IndexError
-instead: a kernel that passes here never reads or writes outside its arrays. Parallel
-kernels are compiled serially for this run (NETS_SERIAL_KERNELS=1), since numba does not
-bounds-check inside prange loops."""
+instead: a kernel that passes here never reads or writes outside its arrays. No kernel uses
+``prange`` (which numba does not bounds-check): parallel calls split a row range between
+threads in ``nets.parallel``, so every kernel runs checked."""
 import os
 import pathlib
 import subprocess
@@ -13,7 +13,7 @@ HERE = pathlib.Path(__file__).resolve()
 
 def test_kernel_tests_pass_with_boundscheck():
     root = HERE.parents[2]
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NETS_SERIAL_KERNELS="1",
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1",
                # boundschecked machine code must not mix with the normal cache
                NUMBA_CACHE_DIR=str(root / ".numba_cache" / "boundscheck"))
     proc = subprocess.run(

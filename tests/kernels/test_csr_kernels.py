@@ -6,7 +6,6 @@ import pytest
 import scipy.sparse as sp
 
 from nets.kernels import csr as kernels
-from nets.kernels import threads
 
 
 def _csr(dense):
@@ -31,13 +30,20 @@ def _case(name, dtype=np.float64):
     return x
 
 
-def _csr_dense(parts, w, counter=None):
-    """``csr_dense`` into a fresh output, over the rows ``counter`` hands out (all, in one
-    chunk, by default)."""
+def _csr_dense(parts, w, ranges=None):
+    """``csr_dense`` into a fresh output, over the row ``ranges`` ``[(lo, hi), ...]`` (all
+    rows in one call by default)."""
     indptr, indices, data = parts
     out = np.zeros((len(indptr) - 1, w.shape[1]), w.dtype)
-    kernels.csr_dense(indptr, indices, data, w, out, threads.WHOLE if counter is None else counter)
+    for lo, hi in ranges or [(0, len(out))]:
+        kernels.csr_dense(indptr, indices, data, w, out, lo, hi)
     return out
+
+
+def _splits(rows):
+    """Every way to cut ``[0, rows)`` into at most three consecutive ranges, empty ones
+    included."""
+    return [[(0, a), (a, b), (b, rows)] for a in range(rows + 1) for b in range(a, rows + 1)]
 
 
 CASES = ["empty_matrix", "no_columns", "no_values", "one_row", "last_row_col", "sparse", "full"]
@@ -76,19 +82,26 @@ def test_csr_t_dense_of_a_wide_matrix(n_cols):
     np.testing.assert_allclose(block, x.T @ w, atol=1e-12)
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
-@pytest.mark.parametrize("start", [0, 1, 4, 5])
-def test_csr_dense_takes_the_chunks_left(chunk, start):
-    """The rows from ``start`` on (a counter whose first chunks another thread took), in
-    chunks of ``chunk``: those rows, the others untouched; every item reported done."""
+@pytest.mark.parametrize("name", ["sparse", "one_row", "last_row_col", "full"])
+def test_csr_dense_over_every_split_of_the_rows(name):
+    """Calls over consecutive row ranges (how threads split a product) give the product."""
+    x = _case(name)
+    w = np.random.default_rng(2).normal(size=(x.shape[1], 3))
+    for ranges in _splits(len(x)):
+        np.testing.assert_allclose(_csr_dense(_csr(x), w, ranges), x @ w, atol=1e-12)
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 0), (2, 2), (4, 4), (0, 1), (1, 3), (3, 4)])
+def test_csr_dense_touches_only_its_rows(lo, hi):
+    """A call over ``[lo, hi)`` writes those output rows and leaves the others as they
+    were."""
     x = _case("sparse")
     w = np.random.default_rng(2).normal(size=(x.shape[1], 3))
-    counter = threads.counter(chunk)
-    counter[0] = start
-    expected = x @ w
-    expected[:start] = 0
-    np.testing.assert_allclose(_csr_dense(_csr(x), w, counter), expected, atol=1e-12)
-    assert counter[1] == max(len(x) - start, 0)
+    expected = np.full((len(x), 3), 7.0)
+    expected[lo:hi] += (x @ w)[lo:hi]
+    out = np.full((len(x), 3), 7.0)
+    kernels.csr_dense(*_csr(x), w, out, lo, hi)
+    np.testing.assert_allclose(out, expected, atol=1e-12)
 
 
 def test_float32_stays_float32():

@@ -111,7 +111,7 @@ def test_shortest_decimals(f32):
     x = np.array([0.1, -2.5, 3.0, 1e-7, 0.0, -0.0, np.nan, np.inf, -np.inf,
                   np.finfo(dtype).smallest_subnormal, np.finfo(dtype).max], dtype)
     mant, exp10, status = (np.empty(len(x), np.int64) for _ in range(3))
-    k.shortest_decimals(x, f32, mant, exp10, status)
+    k.shortest_decimals(x, f32, mant, exp10, status, 0, len(x))
     # float64's extremes lie beyond the kernel's double-double powers: left to Python
     extremes = [k.DECIMAL] * 2 if f32 else [k.UNFORMATTED] * 2
     assert status.tolist() == [k.DECIMAL] * 5 + [k.NEG_ZERO, k.NAN, k.POS_INF, k.NEG_INF] + \
@@ -120,7 +120,18 @@ def test_shortest_decimals(f32):
     if f32:  # shortest: 1e-45 and 3.4028235e38
         assert list(zip(mant[9:], exp10[9:])) == [(1, -45), (34028235, 31)]
     empty = np.zeros(0, np.int64)
-    k.shortest_decimals(np.zeros(0, dtype), f32, empty, empty, empty)
+    k.shortest_decimals(np.zeros(0, dtype), f32, empty, empty, empty, 0, 0)
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 0), (3, 3), (0, 2), (2, 5), (4, 6)])
+def test_shortest_decimals_writes_only_its_range(lo, hi):
+    x = np.array([0.1, -2.5, 3.0, 1e-7, 0.0, 250.0])
+    mant, exp10, status = (np.full(len(x), -9, np.int64) for _ in range(3))
+    k.shortest_decimals(x, False, mant, exp10, status, lo, hi)
+    expected = [(1, -1, k.DECIMAL), (-25, -1, k.DECIMAL), (3, 0, k.DECIMAL),
+                (1, -7, k.DECIMAL), (0, 0, k.DECIMAL), (25, 1, k.DECIMAL)]
+    got = list(zip(mant.tolist(), exp10.tolist(), status.tolist()))
+    assert got == [e if lo <= i < hi else (-9, -9, -9) for i, e in enumerate(expected)]
 
 
 def test_write_rows_fills_a_tight_buffer():
