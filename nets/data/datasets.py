@@ -25,7 +25,9 @@ the dataset, the URL or file, and what went wrong.
 """
 import contextlib
 import hashlib
+import io
 import os
+import re
 import tempfile
 import zipfile
 from typing import NamedTuple, Optional
@@ -70,12 +72,11 @@ class LibSVMSet(NamedTuple):
 
 
 # MovieLens (https://grouplens.org/datasets/movielens/). SHA-256 and sizes: TensorFlow
-# Datasets' tensorflow_datasets/url_checksums/movielens.txt (commit 1c076ac). MD5: the .md5
-# files GroupLens publishes beside each zip (files.grouplens.org/datasets/movielens/
-# ml-100k.zip.md5), also pinned in eli-osherovich/papers_with_code datasets/movielens/
-# dl_config.py. ``ratings`` is the archive member holding every rating, ``sep`` its separator,
-# ``splits`` the official train/test pairs shipped in the archive (members PREFIX.base and
-# PREFIX.test).
+# Datasets, tensorflow_datasets/url_checksums/movielens.txt (commit 1c076ac). MD5: as pinned in
+# eli-osherovich/papers_with_code datasets/movielens/dl_config.py (GroupLens publishes them as
+# ml-*.zip.md5 beside the zips). ``ratings`` is the archive member holding every rating,
+# ``sep`` its field separator, ``splits`` the official train/test pairs the archive ships
+# (members PREFIX.base and PREFIX.test).
 class _MovieLensVariant(NamedTuple):
     remote: Remote
     ratings: str
@@ -99,19 +100,23 @@ MOVIELENS = {
 }
 
 # LIBSVM binary classification sets (https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/
-# binary.html). File names, row and feature counts as that page lists them (transcribed in
-# mathurinm/libsvmdata libsvmdata/datasets.py and TheoGuyard/LIBSVMdata.jl src/datasets.jl;
-# criteo's archive members as in the Criteo entries of those projects' users, e.g. the
-# LIBSVMdata.jl tests' `criteo.kaggle2014.svm/train.txt.svm`). The site publishes no
-# checksums and no project found pins one for these files, so their digests are unknown: they
-# download only with ``verify=False``.
+# binary.html). File names, row and feature counts as that page lists them, transcribed in
+# mathurinm/libsvmdata libsvmdata/datasets.py and TheoGuyard/LIBSVMdata.jl src/datasets.jl
+# (avazu-site's training rows are 25,832,830 = its .tr + .val files' 23,567,843 + 2,264,987,
+# where LIBSVMdata.jl has 25,831,830); criteo's counts as quoted from that page in Apache
+# MXNet's example/sparse/factorization_machine/README.md, and its archive layout
+# (criteo.kaggle2014.svm/{train,test}.txt.svm) as other projects' loaders of that file read
+# it. The site publishes no checksums and no project found pins one for these files, so their
+# digests are unknown and they download only with ``verify=False``.
 _LIBSVM_SITE = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 
 
 def _libsvm_set(anchor, n_features, **splits):
-    return LibSVMSet(_LIBSVM_SITE[:-1] + ".html#" + anchor, n_features,
-                     {split: LibSVMFile(Remote(_LIBSVM_SITE + spec[0]), *spec[1:])
-                      for split, spec in splits.items()})
+    """An entry from the page's anchor, the width and ``split=(file, rows[, member])``."""
+    page = _LIBSVM_SITE[:-1] + ".html#" + anchor.replace(" ", "%20")
+    return LibSVMSet(page, n_features, {split: LibSVMFile(Remote(_LIBSVM_SITE + spec[0]),
+                                                          *spec[1:])
+                                        for split, spec in splits.items()})
 
 
 LIBSVM = {
@@ -123,7 +128,7 @@ LIBSVM = {
     "url": _libsvm_set("url", 3_231_961, train=("url_combined.bz2", 2_396_130)),
     "avazu-app": _libsvm_set("avazu", 1_000_000, train=("avazu-app.bz2", 14_596_137),
                              test=("avazu-app.t.bz2", 1_719_304)),
-    "avazu-site": _libsvm_set("avazu", 1_000_000, train=("avazu-site.bz2", 25_831_830),
+    "avazu-site": _libsvm_set("avazu", 1_000_000, train=("avazu-site.bz2", 25_832_830),
                               test=("avazu-site.t.bz2", 2_858_160)),
     "kdda": _libsvm_set("kdd2010 (algebra)", 20_216_830, train=("kdda.bz2", 8_407_752),
                         test=("kdda.t.bz2", 510_302)),
@@ -324,32 +329,36 @@ def _fetch(remote, folder, what, mirror, verify, progress):
 
 # -- decompression ---------------------------------------------------------------------------
 
+_STREAMS = (".bz2", ".xz", ".gz")  # one compressed file, unpacked to its name less the suffix
+_TARS = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # archives whose member is read
+
+
 def _open_unpacked(stack, src, member):
     """A binary stream of the decompressed contents of ``src`` (of ``member`` for archives)."""
     import bz2
+    import gzip
     import lzma
     import tarfile
     lower = src.lower()
+    if member is None:
+        opener = {".bz2": bz2.open, ".xz": lzma.open, ".gz": gzip.open}[os.path.splitext(lower)[1]]
+        return stack.enter_context(opener(src))
     if lower.endswith(".zip"):
         return stack.enter_context(stack.enter_context(zipfile.ZipFile(src)).open(member))
-    if ".tar" in os.path.basename(lower):
-        tar = stack.enter_context(tarfile.open(src))
-        stream = tar.extractfile(member)
+    if lower.endswith(_TARS):
+        stream = stack.enter_context(tarfile.open(src)).extractfile(member)
         if stream is None:
             raise KeyError(f"{member!r} is not a regular file")
         return stack.enter_context(stream)
-    if lower.endswith(".bz2"):
-        return stack.enter_context(bz2.open(src))
-    if lower.endswith(".xz"):
-        return stack.enter_context(lzma.open(src))
-    raise NetsError(f"{src}: unknown compression (expected .bz2, .xz, .zip or .tar.*)")
+    raise NetsError(f"{src}: a member ({member!r}) is named, but the file is not a .zip or "
+                    f".tar archive")
 
 
 def _unpacked_name(src, member):
     if member is not None:
         return member.rsplit("/", 1)[-1]
     base = os.path.basename(src)
-    return base.rsplit(".", 1)[0] if base.lower().endswith((".bz2", ".xz")) else base
+    return base.rsplit(".", 1)[0] if base.lower().endswith(_STREAMS) else base
 
 
 def _unpack(src, member, what, progress):
@@ -430,17 +439,19 @@ def _read_ratings(archive, member, sep, what):
             text = z.read(member)
     except (OSError, KeyError, zipfile.BadZipFile) as e:
         raise NetsError(f"{what}: cannot read {member!r} from {archive}: {e}") from None
-    tokens = text.replace(sep.encode(), b" ").split()
-    try:
-        table = np.array(tokens, dtype=np.int64).reshape(-1, 4)
-    except ValueError:
-        lines = text.splitlines()
-        bad = next((i for i, line in enumerate(lines)
-                    if len(parts := line.split(sep.encode())) != 4
-                    or not all(p.strip().isdigit() for p in parts)), 0)
-        raise NetsError(f"{what}: {archive}:{member} line {bad + 1}: expected 4 integer fields "
-                        f"separated by {sep!r}, got {lines[bad][:80] if lines else b''!r}"
-                        ) from None
+    table = np.empty((0, 4), dtype=np.int64)
+    if text.strip():
+        try:
+            table = np.loadtxt(io.BytesIO(text.replace(sep.encode(), b"\t")), dtype=np.int64,
+                               delimiter="\t", ndmin=2)
+        except ValueError as e:  # numpy counts rows from 0; name the line as an editor does
+            problem = re.sub(r"at row (\d+)", lambda m: f"on line {int(m.group(1)) + 1}",
+                             str(e))
+            raise NetsError(f"{what}: {archive}:{member}: {problem} (expected lines of 4 "
+                            f"integers separated by {sep!r})") from None
+    if table.shape[1] != 4:
+        raise NetsError(f"{what}: {archive}:{member}: expected 4 fields per line, got "
+                        f"{table.shape[1]}")
     if table.size and table[:, :2].min() < 1:
         raise NetsError(f"{what}: {archive}:{member}: user and item ids must be >= 1 "
                         f"(MovieLens ids are 1-based)")
