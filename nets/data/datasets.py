@@ -15,9 +15,10 @@ files flat under their original names. Downloads use the standard library only:
 * a mismatch discards the ``.part`` and raises ``NetsError`` with the expected and the actual
   digest; an entry with no published digest is refused unless the caller passes
   ``verify=False``;
-* ``.bz2``, ``.xz``, ``.zip`` and ``.tar.xz`` files are decompressed the same way (to a
-  temporary file in the same folder, renamed when complete). The downloaded file is kept, so a
-  second split of one archive, or a deleted decompressed file, needs no new download.
+* ``.bz2``, ``.xz`` and ``.gz`` files, and members of ``.zip`` and ``.tar.*`` archives, are
+  decompressed the same way (to a temporary file in the same folder, renamed when complete).
+  The downloaded file is kept, so a second split of one archive, or a deleted decompressed
+  file, needs no new download.
 
 Every failure (HTTP status, connection refused or offline, a dropped connection, a digest
 mismatch, a damaged archive, an unknown name, variant or split) raises ``NetsError`` naming
@@ -57,8 +58,8 @@ class Remote(NamedTuple):
 
 class LibSVMFile(NamedTuple):
     """One split of a LIBSVM-site set: the file to download, the LibSVM file inside it when it
-    is an archive (``member``; ``None`` for a plain or ``.bz2``/``.xz`` file) and its row count
-    as the LIBSVM datasets page states it."""
+    is an archive (``member``; ``None`` for a plain or ``.bz2``/``.xz``/``.gz`` file) and its
+    row count as the LIBSVM datasets page states it."""
     remote: Remote
     rows: int
     member: Optional[str] = None
@@ -200,6 +201,24 @@ def _atomic_output(path):
         raise
 
 
+@contextlib.contextmanager
+def _folder_lock(folder):
+    """Hold an exclusive advisory lock (POSIX ``flock``) on ``folder``, so that processes
+    sharing a cache download a file once, one after the other, instead of writing one ``.part``
+    together; a no-op where ``flock`` does not exist."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 # -- download --------------------------------------------------------------------------------
 
 def _progress(on, total, initial, desc):
@@ -296,13 +315,13 @@ def _check(part, url, what, sha256, md5, size):
 
 def download(url, path, sha256=None, md5=None, size=None, verify=True, progress=True,
              name=None):
-    """Download ``url`` to ``path`` once; returns ``path``.
+    """Download ``url`` to ``path`` once; returns ``path`` as an absolute path string.
 
     An existing ``path`` is returned at once (files reach their final name only complete and
     verified). Otherwise the bytes go to ``path + '.part'``, resumed with an HTTP Range request
     when a ``.part`` is left from an interrupted call; the finished file is checked against
     ``size`` and ``sha256`` (else ``md5``) when ``verify``, then fsynced and renamed to
-    ``path``. With ``verify=True`` and no digest, nothing is downloaded: an unverified file is
+    ``path``. Processes downloading into one folder take turns (an advisory lock on it). With ``verify=True`` and no digest, nothing is downloaded: an unverified file is
     only accepted with ``verify=False``. ``name`` names the dataset in error messages.
     """
     what = name or os.path.basename(path)
@@ -313,11 +332,13 @@ def download(url, path, sha256=None, md5=None, size=None, verify=True, progress=
     if os.path.exists(path):
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    part = path + ".part"
-    _fetch_part(url, part, what, progress)
-    if verify:
-        _check(part, url, what, sha256, md5, size)
-    _commit(part, path)
+    with _folder_lock(os.path.dirname(path)):
+        if not os.path.exists(path):  # another process may have fetched it while we waited
+            part = path + ".part"
+            _fetch_part(url, part, what, progress)
+            if verify:
+                _check(part, url, what, sha256, md5, size)
+            _commit(part, path)
     return path
 
 

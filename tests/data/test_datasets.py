@@ -112,6 +112,28 @@ def test_a_cached_file_is_not_downloaded_again(server, tmp_path):
     assert len(server.requests) == 1
 
 
+def test_concurrent_calls_download_once(server, tmp_path):
+    server.files["a.bin"] = PAYLOAD
+    path = tmp_path / "a.bin"
+    results, errors = [], []
+
+    def fetch():
+        try:
+            results.append(ds.download(server.url + "/a.bin", path, sha256=_sha(PAYLOAD),
+                                       progress=False))
+        except Exception as e:  # reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [str(path)] * 4
+    assert len(server.requests) == 1
+    assert path.read_bytes() == PAYLOAD
+
+
 def test_md5_is_checked_where_only_md5_is_published(server, tmp_path):
     server.files["a.bin"] = PAYLOAD
     with pytest.raises(NetsError, match="MD5 mismatch: expected 0{32}, got "
