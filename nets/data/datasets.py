@@ -25,6 +25,7 @@ mismatch, a damaged archive, an unknown name, variant or split) raises ``NetsErr
 the dataset, the URL or file, and what went wrong.
 """
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -437,9 +438,11 @@ def load_libsvm_dataset(name, split="train", root=None, mirror=None, verify=True
 
 # -- MovieLens -------------------------------------------------------------------------------
 
-class Ratings(NamedTuple):
-    """Parallel arrays, one entry per rating: 0-based ``user`` and ``item`` ids (int64),
-    ``rating`` (float32) and ``timestamp`` (int64, seconds since the epoch)."""
+@dataclasses.dataclass(frozen=True)
+class Ratings:
+    """Parallel arrays, one entry per rating (``len`` is their length): 0-based ``user`` and
+    ``item`` ids (int64), ``rating`` (float32) and ``timestamp`` (int64, seconds since the
+    epoch)."""
     user: np.ndarray
     item: np.ndarray
     rating: np.ndarray
@@ -450,7 +453,8 @@ class Ratings(NamedTuple):
 
     def take(self, rows):
         """The ratings at ``rows`` (an index array or boolean mask)."""
-        return Ratings(*(a[rows] for a in self))
+        return Ratings(self.user[rows], self.item[rows], self.rating[rows],
+                       self.timestamp[rows])
 
 
 def _read_ratings(archive, member, sep, what):

@@ -376,6 +376,16 @@ def test_the_libsvm_table_records_each_sets_files_and_sizes():
     assert ds.LIBSVM["criteo"].splits["train"].member.endswith("train.txt.svm")
 
 
+def test_real_libsvm_sets_are_refused_unverified_before_any_network_access(home, monkeypatch):
+    monkeypatch.setenv("NETS_DATA_URL", f"http://127.0.0.1:{_closed_port()}")
+    for name, entry in ds.LIBSVM.items():
+        for split in entry.splits:
+            with pytest.raises(NetsError, match=f"{re.escape(name)} \\({split}\\): no "
+                               "published digest is pinned.*verify=False"):
+                ds.libsvm(name, split)
+    assert not home.exists() or not any(home.rglob("*.part"))
+
+
 def test_the_movielens_table_pins_published_digests():
     for variant in ("100k", "1m"):
         remote = ds.MOVIELENS[variant].remote
@@ -464,10 +474,12 @@ def test_movielens_official_split_reads_the_shipped_files(ml100k, home):
 def test_movielens_random_split_is_a_seeded_partition(ml100k, home):
     ml = ds.MovieLens("100k", test_fraction=0.3, seed=5, mirror=ml100k.url)
     assert (len(ml.train), len(ml.test)) == (7, 3)
-    rows = {tuple(map(int, (u, i, r, t))) for u, i, r, t in zip(*ml.ratings)}
-    train = [tuple(map(int, x)) for x in zip(*ml.train)]
-    test = [tuple(map(int, x)) for x in zip(*ml.test)]
-    assert set(train) | set(test) == rows and not set(train) & set(test)
+    def rows(r):
+        return [tuple(map(int, x)) for x in zip(r.user, r.item, r.rating, r.timestamp)]
+
+    train, test = rows(ml.train), rows(ml.test)
+    assert set(train) | set(test) == set(rows(ml.ratings)) and not set(train) & set(test)
+    assert sorted(train + test) == sorted(rows(ml.ratings))  # nothing lost or repeated
     again = ds.MovieLens("100k", test_fraction=0.3, seed=5, mirror=ml100k.url)
     np.testing.assert_array_equal(again.test.timestamp, ml.test.timestamp)
     others = {tuple(ds.MovieLens("100k", test_fraction=0.3, seed=s,
