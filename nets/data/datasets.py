@@ -16,7 +16,7 @@ files flat under their original names. Downloads use the standard library only:
   digest; an entry with no published digest is refused unless the caller passes
   ``verify=False``;
 * ``.bz2``, ``.xz`` and ``.gz`` files, and members of ``.zip`` and ``.tar.*`` archives, are
-  decompressed the same way (to a temporary file in the same folder, renamed when complete).
+  decompressed the same way (to ``OUTPUT.part``, renamed when complete).
   The downloaded file is kept, so a second split of one archive, or a deleted decompressed
   file, needs no new download.
 
@@ -30,7 +30,6 @@ import hashlib
 import io
 import os
 import re
-import tempfile
 import zipfile
 from typing import NamedTuple, Optional
 
@@ -186,19 +185,19 @@ def _commit(tmp, path):
 
 @contextlib.contextmanager
 def _atomic_output(path):
-    """Yield a binary file in ``path``'s folder; on success it is flushed, fsynced and renamed
-    to ``path``; on any error it is removed, so ``path`` never holds a partial file."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path),
-                               prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    """Yield ``path + '.part'`` opened for writing; on success it is flushed, fsynced and
+    renamed to ``path``; on any error it is removed, so ``path`` never holds a partial file.
+    Callers hold ``_folder_lock``, which makes the ``.part`` name theirs alone."""
+    part = path + ".part"
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(part, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        _commit(tmp, path)
+        _commit(part, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.remove(tmp)
+            os.remove(part)
         raise
 
 
@@ -392,6 +391,9 @@ def _unpack(src, member, what, progress):
         return out
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_folder_lock(os.path.dirname(out)))
+            if os.path.exists(out):  # another process unpacked it while we waited
+                return out
             stream = _open_unpacked(stack, src, member)
             f = stack.enter_context(_atomic_output(out))
             bar = stack.enter_context(_progress(progress, None, 0, "unpack " + what))
