@@ -1,8 +1,10 @@
-"""nets.data.datasets against a real HTTP server on 127.0.0.1 serving fixture files made here.
+"""nets.data.datasets against a real HTTP server (http.server in a thread, 127.0.0.1, port 0)
+serving fixture files built here: a small ml-100k/ml-1m-shaped zip, LibSVM text compressed as
+.bz2/.xz/.gz and inside .zip/.tar.xz archives.
 
-No test touches the internet: the registries' real entries are only inspected, and fixture
-entries (built from files written in tmp_path, with digests computed from those bytes) are
-swapped in with monkeypatch.
+No test touches the internet: the registries' real entries are only inspected (or refused
+before any request), and test-only entries, with digests computed from the fixtures' bytes,
+are swapped in with monkeypatch and fetched through ``mirror=``/``NETS_DATA_URL``.
 """
 import bz2
 import gzip
