@@ -6,7 +6,7 @@ from .dataloader import (BatchSampler, DataLoader, RandomSampler, Sampler, Seque
 from .dataset import ArrayDataset, Dataset, LibSVMDataset, SimpleDataset
 from .iterators import DataBatch, DataDesc, DataIter, LibSVMIter, NDArrayIter
 from .libsvm import load_libsvm, save_libsvm
-from . import datasets
+from . import datasets  # noqa: F401  (nets.data.datasets: MovieLens, LIBSVM-site sets)
 
 __all__ = ["load_libsvm", "save_libsvm", "DataBatch", "DataDesc", "DataIter", "NDArrayIter",
            "LibSVMIter", "Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset",

@@ -321,8 +321,9 @@ def download(url, path, sha256=None, md5=None, size=None, verify=True, progress=
     verified). Otherwise the bytes go to ``path + '.part'``, resumed with an HTTP Range request
     when a ``.part`` is left from an interrupted call; the finished file is checked against
     ``size`` and ``sha256`` (else ``md5``) when ``verify``, then fsynced and renamed to
-    ``path``. Processes downloading into one folder take turns (an advisory lock on it). With ``verify=True`` and no digest, nothing is downloaded: an unverified file is
-    only accepted with ``verify=False``. ``name`` names the dataset in error messages.
+    ``path``. Processes downloading into one folder take turns (an advisory lock on it).
+    With ``verify=True`` and no digest, nothing is downloaded: an unverified file is only
+    accepted with ``verify=False``. ``name`` names the dataset in error messages.
     """
     what = name or os.path.basename(path)
     path = os.path.abspath(path)

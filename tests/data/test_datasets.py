@@ -91,7 +91,7 @@ def _sha(data):
     return hashlib.sha256(data).hexdigest()
 
 
-PAYLOAD = bytes(range(256)) * 40  # 10 KiB, not a multiple of the server's halves
+PAYLOAD = bytes(range(256)) * 40 + b"odd"  # every byte value, and an odd length
 
 
 # -- download --------------------------------------------------------------------------------
