@@ -1,8 +1,9 @@
 """Data loading, as MXNet's ``mx.io`` and ``gluon.data``: LibSVM files, iterators yielding
 ``DataBatch``es, and ``Dataset``/``DataLoader``. Sparse data stays sparse: CSR rows are
 batched into one CSR batch, never densified. ``synthetic.make_sparse_dataset`` generates
-sparse learning problems."""
-from . import synthetic
+sparse learning problems; ``datasets`` downloads real ones (MovieLens, LIBSVM-site
+sets)."""
+from . import datasets, synthetic
 from .dataloader import (BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler,
                          default_batchify_fn)
 from .dataset import ArrayDataset, Dataset, LibSVMDataset, SimpleDataset
@@ -13,4 +14,4 @@ from .synthetic import make_sparse_dataset
 __all__ = ["load_libsvm", "save_libsvm", "DataBatch", "DataDesc", "DataIter", "NDArrayIter",
            "LibSVMIter", "Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-           "default_batchify_fn", "synthetic", "make_sparse_dataset"]
+           "default_batchify_fn", "synthetic", "make_sparse_dataset", "datasets"]
