@@ -30,7 +30,7 @@ DOCS = os.path.join(os.path.dirname(ROOT), "docs", "architecture.md")
 # The floors, lowest first: (label, files and packages of ``nets``). ``__init__.py`` is the
 # root package ``nets`` (the public face, importing everything).
 FLOORS = (
-    ("bottom", ("base.py", "random.py", "parallel.py", "kernels/")),
+    ("bottom", ("base.py", "batch.py", "random.py", "parallel.py", "kernels/")),
     ("arrays", ("ndarray/",)),
     ("operators", ("ops/", "serialization.py")),
     ("autograd", ("autograd/", "nd/", "operator.py")),

@@ -7,11 +7,11 @@ batched as CSR: sliced or gathered by rows, never densified (MXNet 1.9's NDArray
 densified it, or refused to shuffle or pad it).
 """
 import os
-from collections import namedtuple
 
 import numpy as np
 
 from .. import nd
+from ..batch import DataBatch, DataDesc
 from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..ndarray.csr import CSRNDArray
 from ..ndarray.dense import NDArray
@@ -19,33 +19,6 @@ from ..random import generator
 from .libsvm import _path, _Spec, block_arrays, line_ranges, read_blocks
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter"]
-
-
-class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
-    """Name and shape (plus ``dtype`` and ``layout``) of one input or label of a batch."""
-
-    def __new__(cls, name, shape, dtype=np.float32, layout="NCHW"):
-        desc = super().__new__(cls, name, tuple(shape))
-        desc.dtype, desc.layout = np.dtype(dtype), layout
-        return desc
-
-    def __repr__(self):
-        return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
-
-
-class DataBatch:
-    """One batch: ``data`` and ``label`` (lists of arrays), ``pad`` (how many examples at the
-    end only fill the batch up and should be ignored), ``index``."""
-
-    def __init__(self, data, label=None, pad=None, index=None, provide_data=None,
-                 provide_label=None):
-        self.data, self.label, self.pad, self.index = data, label, pad, index
-        self.provide_data, self.provide_label = provide_data, provide_label
-
-    def __repr__(self):
-        shapes = [[a.shape for a in arrays or []] for arrays in (self.data, self.label)]
-        return (f"{type(self).__name__}: data shapes: {shapes[0]} label shapes: {shapes[1]} "
-                f"pad: {self.pad}")
 
 
 class DataIter:

@@ -17,6 +17,7 @@ import numpy as np
 from .. import init as init_mod
 from .. import optim
 from ..base import NetsError, current_context
+from ..batch import DataDesc
 from ..optim.states import load_states, save_states
 from ..symbol import Symbol
 from ..symbol.checkpoint import load_checkpoint, save_checkpoint
@@ -35,7 +36,6 @@ def _states_file(prefix, epoch):
 def _descs(shapes, names, what):
     """``DataDesc``s from DataDesc objects or ``(name, shape)`` pairs, checked against the
     module's ``names``."""
-    from ..data import DataDesc
     out = [DataDesc(d[0], d[1], getattr(d, "dtype", np.float32)) for d in shapes]
     given = [d.name for d in out]
     if sorted(given) != sorted(names):
