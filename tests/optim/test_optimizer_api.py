@@ -154,6 +154,22 @@ def test_row_sparse_state_grows_to_the_weight_rows_once():
     assert np.array_equal(mean.asnumpy()[[0, 2, 4]], np.zeros((3, 2)))
 
 
+def test_dense_weight_with_a_row_sparse_state():
+    """A dense weight may keep a row_sparse state: a lazy update inserts the gradient's rows
+    (and no other) into the state and updates those rows of both."""
+    weight = nd.ones((5, 2))
+    mom = nd.sparse.zeros("row_sparse", (5, 2))
+    opt = create("sgd", learning_rate=0.1, momentum=0.5)
+    for _ in range(2):
+        opt.update(0, weight, _rsp([1, 3], (5, 2), 2.0), mom)
+    # mom = -0.1 * 2 = -0.2, w = 0.8; then mom = 0.5 * -0.2 - 0.2 = -0.3, w = 0.5
+    assert mom.stype == "row_sparse" and mom.indices.asnumpy().tolist() == [1, 3]
+    assert_almost_equal(mom.data.asnumpy(), np.full((2, 2), -0.3))
+    expected = np.ones((5, 2))
+    expected[[1, 3]] = 0.5
+    assert_almost_equal(weight.asnumpy(), expected)
+
+
 def test_empty_gradient_changes_nothing():
     for stype in ("default", "row_sparse"):
         weight = nd.array(np.arange(6.0).reshape(3, 2)).tostype(stype)
