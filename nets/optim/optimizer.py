@@ -229,24 +229,25 @@ class Optimizer:
         All of them unless the optimizer's settings leave some out."""
         return len(self.state_names)
 
-    def _check_states(self, index, weight, state):
-        """``state`` as a tuple of ``len(state_names)`` (None for an absent state), checked
-        against ``weight``."""
+    def _check_states(self, index, state, shape, dtype):
+        """``state`` as a tuple of ``len(state_names)`` (None for an absent state), each
+        checked to be of the weight's ``shape`` and ``dtype``."""
         states = (() if state is None else tuple(state) if isinstance(state, (tuple, list))
                   else (state,))
-        name, most = type(self).__name__, len(self.state_names)
+        most = len(self.state_names)
         if len(states) > most:
-            raise NetsError(f"{name}.update: parameter {index} has {len(states)} state arrays, "
-                            f"at most {most} expected; pass create_state(index, weight)")
+            raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
+                            f"{len(states)} state arrays, at most {most} expected; pass "
+                            f"create_state(index, weight)")
         states += (None,) * (most - len(states))
         for i in range(self.states_read()):
             if states[i] is None:
-                raise NetsError(f"{name}.update: parameter {index} has no state {i} "
-                                f"({self.state_names[i]}; got state={state!r}); pass "
-                                f"create_state(index, weight)")
+                raise NetsError(f"{type(self).__name__}.update: parameter {index} has no "
+                                f"state {i} ({self.state_names[i]}; got state={state!r}); "
+                                f"pass create_state(index, weight)")
         for i, s in enumerate(states):
             if s is not None:
-                _check_operand(s, f"state {i}", weight)
+                _check_operand(s, f"state {i}", shape, dtype)
         return states
 
     # -- updates -------------------------------------------------------------------------
@@ -262,12 +263,19 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        _check_operand(weight, "weight", weight)
-        _check_operand(grad, "grad", weight)
-        states = self._check_states(index, weight, state)
+        _check_operand(weight, "weight")
+        shape, dtype = weight.shape, weight.dtype
+        if dtype not in FLOAT_DTYPES:
+            hint = "; use multi_precision=True for float16" if dtype == np.float16 else ""
+            raise DTypeError(f"weight has dtype {dtype}: optimizers update float32 and "
+                             f"float64 arrays{hint}")
+        _check_operand(grad, "grad", shape, dtype)
+        states = self._check_states(index, state, shape, dtype)
         rows = RowSelection(weight, grad, states,
                             self.lazy_update and grad.stype == "row_sparse")
-        record = self.records.setdefault(index, Record())
+        record = self.records.get(index)
+        if record is None:
+            record = self.records[index] = Record()
         record.step += 1
         self.num_update = max(self.num_update, record.step)
         lr, wd = self._rates(index)
@@ -301,8 +309,8 @@ class Optimizer:
         self.update(index, master, grad.astype(np.float32), inner)
         lazy = grad.stype == "row_sparse" and self.lazy_update
         if weight.stype == "default" and lazy:
-            rows = np.asarray(grad.indices)
-            np.asarray(weight)[rows] = np.asarray(master)[rows]
+            rows = grad._indices
+            weight._np[rows] = master._np[rows]
         else:
             weight[:] = master
 
@@ -314,9 +322,9 @@ class Optimizer:
         if record is None or record.stamps is None:
             return
         if weight.stype == "row_sparse":  # absent rows are zero: nothing to decay
-            ids, w = np.asarray(weight.indices), _storage2d(weight, "weight")
+            ids, w = weight._indices, _view2d(weight._data, "weight")
         else:
-            ids, w = slice(None), _view2d(np.asarray(weight), "weight")
+            ids, w = slice(None), _view2d(weight._np, "weight")
         w *= np.exp(record.log_decay - record.stamps[ids]).astype(w.dtype)[:, None]
         record.stamps[:] = record.log_decay
 
@@ -361,26 +369,28 @@ class RowSelection:
     """
 
     def __init__(self, weight, grad, states, lazy):
-        self.nrows = n = weight.shape[0] if weight.ndim else 1
-        self.ids = ids = np.asarray(grad.indices) if lazy else None
-        self.count = n if ids is None else len(ids)
+        self.nrows = n = weight.shape[0] if weight.shape else 1
         self.dtype = weight.dtype
+        self.ids = ids = grad._indices if lazy else None
+        self.count = n if ids is None else len(ids)
         self.weight, weight_line = _selected(weight, "weight", ids, n, None)
-        fill = np.asarray(weight.indices) if weight.stype == "row_sparse" else None
         self.grad, grad_line = _selected_grad(grad, lazy, n)
-        cols = self.weight.shape[1]
-        views, lines = [], []
+        fill = weight._indices if weight.stype == "row_sparse" else None
+        lines, views, given = [weight_line, grad_line], [], []
         for i, state in enumerate(states):
-            view, line = ((np.empty((0, cols), self.dtype), None) if state is None
-                          else _selected(state, f"state {i}", ids, n, fill))
+            if state is None:
+                view, line = self.weight[:0], None  # a placeholder, never read
+            else:
+                view, line = _selected(state, f"state {i}", ids, n, fill)
             views.append(view)
             lines.append(line)
-        self.states = tuple(views)
-        self.given = tuple(state is not None for state in states)
-        lines = [weight_line, grad_line, *lines]
+            given.append(state is not None)
+        self.states, self.given = tuple(views), tuple(given)
         self._weight_line = weight_line
-        if all(line is None for line in lines):
-            self.pos = np.empty((len(lines), 0), _INDEX)
+        # (with every row selected, every storage holds every row: only a row_sparse
+        # gradient, lacking some, has a line)
+        if ids is None and grad_line is None:
+            self.pos = _EVERY_ROW
         else:
             self.pos = np.empty((len(lines), self.count), _INDEX)
             for k, line in enumerate(lines):
@@ -390,8 +400,7 @@ class RowSelection:
         """Run ``kernel`` (one of ``nets.kernels.optim``) over the selected rows with
         ``floats`` (its float scalars, cast to the weight's dtype: each kernel compiles once
         per dtype) and ``flags``."""
-        dtype = self.dtype.type
-        args = (self.weight, self.grad, *self.states, *(dtype(x) for x in floats), *flags)
+        args = (self.weight, self.grad, *self.states, *np.array(floats, self.dtype), *flags)
         _launch(kernel, self.pos, self.count, args, self.count * self.weight.shape[1])
 
     def _weight_positions(self):
@@ -408,6 +417,10 @@ class RowSelection:
         touched = self.weight[rows]
         self.weight *= self.dtype.type(factor)
         self.weight[rows] = touched
+
+
+# ``pos`` of a selection of every row, row k of every storage (the kernels read no line)
+_EVERY_ROW = np.empty((0, 0), _INDEX)
 
 
 def _launch(kernel, pos, count, args, work):
@@ -427,13 +440,12 @@ def _selected(a, what, ids, nrows, fill):
     selected rows ``ids`` (every row when None); positions None: row k is row k. A
     row_sparse ``a`` first gains the selected rows it lacks (and ``fill``'s when it grows)."""
     if a.stype == "default":
-        return _view2d(np.asarray(a), what), ids
+        return _view2d(a._np, what), ids
     wanted = np.arange(nrows, dtype=_INDEX) if ids is None else ids
     if a.insert_rows(wanted) and fill is not None:
         a.insert_rows(fill)
-    stored = np.asarray(a.indices)
-    line = ids if len(stored) == nrows else np.searchsorted(stored, wanted)  # (all: as dense)
-    return _storage2d(a, what), line
+    line = ids if len(a._indices) == nrows else np.searchsorted(a._indices, wanted)
+    return _view2d(a._data, what), line
 
 
 def _selected_grad(grad, lazy, nrows):
@@ -441,46 +453,37 @@ def _selected_grad(grad, lazy, nrows):
     canonical row_sparse gradient has sorted unique rows, so no row is updated twice and
     none needs coalescing."""
     if grad.stype == "default":
-        return _view2d(np.ascontiguousarray(np.asarray(grad)), "grad"), None
-    data = np.ascontiguousarray(np.asarray(grad.data))
-    data = data.reshape(len(data), math.prod(grad.shape[1:]))
+        return _view2d(np.ascontiguousarray(grad._np), "grad"), None
+    data = _view2d(np.ascontiguousarray(grad._data), "grad")
     if lazy:  # the selected rows are the gradient's: its k-th stored row is the k-th
         return data, None
-    stored = np.asarray(grad.indices)
+    stored = grad._indices
     line = np.full(nrows, len(stored), dtype=_INDEX)  # absent rows: the appended zero row
     line[stored] = np.arange(len(stored))
     return np.concatenate([data, np.zeros((1, data.shape[1]), data.dtype)]), line
 
 
 def _view2d(a, what):
-    """Dense ``a`` (C-contiguous) as ``(rows, cols)``, sharing memory (0-d: one row)."""
+    """Numpy ``a`` (C-contiguous) as ``(rows, cols)``, sharing memory (0-d: one row)."""
     if not a.flags.c_contiguous:
         raise NetsError(f"the {what} must be C-contiguous to be updated in place")
+    if a.ndim == 2:
+        return a
     return a.reshape(a.shape[0] if a.ndim else 1, math.prod(a.shape[1:]))
 
 
-def _storage2d(a, what):
-    """Row_sparse ``a``'s stored rows as ``(nnz_rows, cols)``, sharing memory."""
-    data = np.asarray(a.data)
-    if not data.flags.c_contiguous:
-        raise NetsError(f"the {what}'s data must be C-contiguous to be updated in place")
-    return data.reshape(len(data), math.prod(a.shape[1:]))
-
-
-def _check_operand(a, what, weight):
+def _check_operand(a, what, shape=None, dtype=None):
+    """Raise unless ``a`` is a dense or row_sparse nets array (of ``shape`` and ``dtype``
+    when given)."""
     if not isinstance(a, NDArray):
         raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
     if a.stype not in ("default", "row_sparse"):
         raise StorageTypeError(f"{what} has stype {a.stype!r}; optimizers update dense and "
                                f"row_sparse arrays")
-    if a.shape != weight.shape:
-        raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(weight.shape)}")
-    if a.dtype not in FLOAT_DTYPES:
-        hint = "; use multi_precision=True for float16" if a.dtype == np.float16 else ""
-        raise DTypeError(f"{what} has dtype {a.dtype}: optimizers update float32 and float64 "
-                         f"arrays{hint}")
-    if a.dtype != weight.dtype:
-        raise DTypeError(f"{what} has dtype {a.dtype}, the weight {weight.dtype}")
+    if shape is not None and a.shape != shape:
+        raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(shape)}")
+    if dtype is not None and a.dtype != dtype:
+        raise DTypeError(f"{what} has dtype {a.dtype}, the weight {dtype}")
 
 
 register = Optimizer.register
