@@ -229,9 +229,9 @@ class Optimizer:
         All of them unless the optimizer's settings leave some out."""
         return len(self.state_names)
 
-    def _check_states(self, index, state, shape, dtype):
-        """``state`` as a tuple of ``len(state_names)`` (None for an absent state), each
-        checked to be of the weight's ``shape`` and ``dtype``."""
+    def _check_states(self, index, state):
+        """``state`` as a tuple of ``len(state_names)`` (None for an absent state), every
+        state the update reads given (``RowSelection`` checks each array)."""
         states = (() if state is None else tuple(state) if isinstance(state, (tuple, list))
                   else (state,))
         most = len(self.state_names)
@@ -245,9 +245,6 @@ class Optimizer:
                 raise NetsError(f"{type(self).__name__}.update: parameter {index} has no "
                                 f"state {i} ({self.state_names[i]}; got state={state!r}); "
                                 f"pass create_state(index, weight)")
-        for i, s in enumerate(states):
-            if s is not None:
-                _check_operand(s, f"state {i}", shape, dtype)
         return states
 
     # -- updates -------------------------------------------------------------------------
@@ -263,21 +260,13 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        _check_operand(weight, "weight")
-        shape, dtype = weight.shape, weight.dtype
-        if dtype not in FLOAT_DTYPES:
-            hint = "; use multi_precision=True for float16" if dtype == np.float16 else ""
-            raise DTypeError(f"weight has dtype {dtype}: optimizers update float32 and "
-                             f"float64 arrays{hint}")
-        _check_operand(grad, "grad", shape, dtype)
-        states = self._check_states(index, state, shape, dtype)
-        rows = RowSelection(weight, grad, states,
-                            self.lazy_update and grad.stype == "row_sparse")
+        rows = RowSelection(weight, grad, self._check_states(index, state), self.lazy_update)
         record = self.records.get(index)
         if record is None:
             record = self.records[index] = Record()
         record.step += 1
-        self.num_update = max(self.num_update, record.step)
+        if record.step > self.num_update:
+            self.num_update = record.step
         lr, wd = self._rates(index)
         if self._wd_mode == "catchup":
             _catch_up_rows(record, rows, lr * wd)
@@ -322,9 +311,10 @@ class Optimizer:
         if record is None or record.stamps is None:
             return
         if weight.stype == "row_sparse":  # absent rows are zero: nothing to decay
-            ids, w = weight._indices, _view2d(weight._data, "weight")
+            ids = weight._indices
         else:
-            ids, w = slice(None), _view2d(weight._np, "weight")
+            ids = slice(None)
+        w = _view2d(_storage(weight, "weight"))
         w *= np.exp(record.log_decay - record.stamps[ids]).astype(w.dtype)[:, None]
         record.stamps[:] = record.log_decay
 
@@ -368,23 +358,31 @@ class RowSelection:
     row_sparse gradient, when every row is selected, reads an appended zero row.
     """
 
-    def __init__(self, weight, grad, states, lazy):
-        self.nrows = n = weight.shape[0] if weight.shape else 1
-        self.dtype = weight.dtype
+    def __init__(self, weight, grad, states, lazy_update):
+        w = _storage(weight, "weight")
+        self.dtype = dtype = w.dtype
+        if dtype not in FLOAT_DTYPES:
+            hint = "; use multi_precision=True for float16" if dtype == np.float16 else ""
+            raise DTypeError(f"weight has dtype {dtype}: optimizers update float32 and "
+                             f"float64 arrays{hint}")
+        shape = weight.shape
+        g = _storage(grad, "grad", shape, dtype, written=False)
+        lazy = lazy_update and grad.stype == "row_sparse"
+        self.nrows = n = shape[0] if shape else 1
         self.ids = ids = grad._indices if lazy else None
         self.count = n if ids is None else len(ids)
-        self.weight, weight_line = _selected(weight, "weight", ids, n, None)
-        self.grad, grad_line = _selected_grad(grad, lazy, n)
+        self.weight, weight_line = _selected(weight, w, ids, n, None)
+        self.grad, grad_line = _selected_grad(grad, g, lazy, n)
         fill = weight._indices if weight.stype == "row_sparse" else None
         lines, views, given = [weight_line, grad_line], [], []
-        for i, state in enumerate(states):
-            if state is None:
-                view, line = self.weight[:0], None  # a placeholder, never read
+        for i, a in enumerate(states):
+            if a is None:  # an empty placeholder, never read
+                view, line = self.weight[:0], None
             else:
-                view, line = _selected(state, f"state {i}", ids, n, fill)
+                view, line = _selected(a, _storage(a, f"state {i}", shape, dtype), ids, n, fill)
             views.append(view)
             lines.append(line)
-            given.append(state is not None)
+            given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
         self._weight_line = weight_line
         # (with every row selected, every storage holds every row: only a row_sparse
@@ -397,11 +395,20 @@ class RowSelection:
                 self.pos[k] = np.arange(self.count) if line is None else line
 
     def run(self, kernel, floats, *flags):
-        """Run ``kernel`` (one of ``nets.kernels.optim``) over the selected rows with
-        ``floats`` (its float scalars, cast to the weight's dtype: each kernel compiles once
-        per dtype) and ``flags``."""
+        """Run optimizer ``kernel`` (one of ``nets.kernels.optim``) over the selected rows,
+        with ``floats`` (its float scalars, cast to the weight's dtype: each kernel compiles
+        once per dtype) and ``flags``. Every optimizer kernel is called here.
+
+        A lazy update waits on memory latency (scattered rows), so the cores share a large
+        one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
+        streams memory at the bandwidth one core already gets: one call."""
+        pos, count = self.pos, self.count
         args = (self.weight, self.grad, *self.states, *np.array(floats, self.dtype), *flags)
-        _launch(kernel, self.pos, self.count, args, self.count * self.weight.shape[1])
+        if not pos.shape[1]:
+            kernel(pos, count, kernels.threads.WHOLE, *args)
+            return
+        kernels.threads.share(lambda counter: kernel(pos, count, counter, *args), count,
+                              count * self.weight.shape[1])
 
     def _weight_positions(self):
         line = self._weight_line
@@ -423,67 +430,62 @@ class RowSelection:
 _EVERY_ROW = np.empty((0, 0), _INDEX)
 
 
-def _launch(kernel, pos, count, args, work):
-    """Call optimizer ``kernel`` on ``count`` updates (the one place that does).
-
-    A lazy update waits on memory latency (scattered rows), so the cores share a large one,
-    each keeping its own rows in flight; a dense pass (``pos`` without columns) streams
-    memory at the bandwidth one core already gets: one call."""
-    if not pos.shape[1]:
-        kernel(pos, count, kernels.threads.WHOLE, *args)
-        return
-    kernels.threads.share(lambda counter: kernel(pos, count, counter, *args), count, work)
-
-
-def _selected(a, what, ids, nrows, fill):
-    """The 2-D storage view of weight or state ``a`` and the positions there of the
-    selected rows ``ids`` (every row when None); positions None: row k is row k. A
+def _selected(a, x, ids, nrows, fill):
+    """Weight or state ``a``'s storage ``x`` as ``(rows, cols)`` and the positions there of
+    the selected rows ``ids`` (every row when None); positions None: row k is row k. A
     row_sparse ``a`` first gains the selected rows it lacks (and ``fill``'s when it grows)."""
     if a.stype == "default":
-        return _view2d(a._np, what), ids
+        return _view2d(x), ids
     wanted = np.arange(nrows, dtype=_INDEX) if ids is None else ids
     if a.insert_rows(wanted) and fill is not None:
         a.insert_rows(fill)
     line = ids if len(a._indices) == nrows else np.searchsorted(a._indices, wanted)
-    return _view2d(a._data, what), line
+    return _view2d(a._data), line  # (rows inserted: a new storage)
 
 
-def _selected_grad(grad, lazy, nrows):
-    """The 2-D view of the gradient and the positions of the selected rows in it. A
-    canonical row_sparse gradient has sorted unique rows, so no row is updated twice and
-    none needs coalescing."""
-    if grad.stype == "default":
-        return _view2d(np.ascontiguousarray(grad._np), "grad"), None
-    data = _view2d(np.ascontiguousarray(grad._data), "grad")
-    if lazy:  # the selected rows are the gradient's: its k-th stored row is the k-th
-        return data, None
+def _selected_grad(grad, g, lazy, nrows):
+    """The gradient's storage ``g`` as ``(rows, cols)`` and the positions there of the
+    selected rows. A canonical row_sparse gradient has sorted unique rows, so no row is
+    updated twice and none needs coalescing."""
+    g = _view2d(np.ascontiguousarray(g))
+    if grad.stype == "default" or lazy:  # (lazy: the k-th stored row is the k-th selected)
+        return g, None
     stored = grad._indices
     line = np.full(nrows, len(stored), dtype=_INDEX)  # absent rows: the appended zero row
     line[stored] = np.arange(len(stored))
-    return np.concatenate([data, np.zeros((1, data.shape[1]), data.dtype)]), line
+    return np.concatenate([g, np.zeros((1, g.shape[1]), g.dtype)]), line
 
 
-def _view2d(a, what):
-    """Numpy ``a`` (C-contiguous) as ``(rows, cols)``, sharing memory (0-d: one row)."""
-    if not a.flags.c_contiguous:
-        raise NetsError(f"the {what} must be C-contiguous to be updated in place")
+def _view2d(a):
+    """Numpy ``a`` as ``(rows, cols)``, sharing memory (0-d: one row)."""
     if a.ndim == 2:
         return a
+    if a.ndim == 1:
+        return a[:, None]
     return a.reshape(a.shape[0] if a.ndim else 1, math.prod(a.shape[1:]))
 
 
-def _check_operand(a, what, shape=None, dtype=None):
-    """Raise unless ``a`` is a dense or row_sparse nets array (of ``shape`` and ``dtype``
-    when given)."""
+def _storage(a, what, shape=None, dtype=None, written=True):
+    """The numpy storage of ``a`` (a dense array's values, a row_sparse one's stored rows),
+    checked: ``a`` is a dense or row_sparse nets array (of ``shape`` and ``dtype`` when
+    given), and its storage is C-contiguous when it is ``written`` in place."""
     if not isinstance(a, NDArray):
         raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
-    if a.stype not in ("default", "row_sparse"):
-        raise StorageTypeError(f"{what} has stype {a.stype!r}; optimizers update dense and "
+    stype = a.stype
+    if stype == "default":
+        x = a._np
+    elif stype == "row_sparse":
+        x = a._data
+    else:
+        raise StorageTypeError(f"{what} has stype {stype!r}; optimizers update dense and "
                                f"row_sparse arrays")
     if shape is not None and a.shape != shape:
         raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(shape)}")
-    if dtype is not None and a.dtype != dtype:
-        raise DTypeError(f"{what} has dtype {a.dtype}, the weight {dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise DTypeError(f"{what} has dtype {x.dtype}, the weight {dtype}")
+    if written and not x.flags.c_contiguous:
+        raise NetsError(f"the {what} must be C-contiguous to be updated in place")
+    return x
 
 
 register = Optimizer.register
