@@ -352,10 +352,15 @@ class RowSelection:
     take (``nets.kernels.optim``: line 0 the weight, 1 the gradient, then the states; no
     columns when the k-th selected row is row k of every storage).
 
-    A row_sparse weight or state lacking a selected row gets it inserted (zero); a
+    Making one checks the operands: each a dense or row_sparse nets array of the weight's
+    shape and (float32 or float64) dtype, the storage of the weight and of each state
+    C-contiguous so that the kernels update it in place. A row_sparse weight or state
+    lacking a selected row gets it inserted (zero, ``RowSparseNDArray.insert_rows``); a
     row_sparse state that grows is also given every row the weight stores, as MXNet did,
     so that it grows once rather than on every step. A gradient row absent from a
     row_sparse gradient, when every row is selected, reads an appended zero row.
+
+    ``lazy_update``: select the gradient's rows when it is row_sparse.
     """
 
     def __init__(self, weight, grad, states, lazy_update):
