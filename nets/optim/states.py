@@ -17,10 +17,10 @@ __all__ = ["save_states", "load_states"]
 
 def save_states(fname, optimizer, names, states):
     """Write ``states`` (one per name in ``names``) and ``optimizer``'s records."""
-    arrays, params = {}, {}
+    arrays, records = {}, {}
     for i, (name, state) in enumerate(zip(names, states)):
         flat = []
-        entry = params[name] = {"state": _structure(state, flat)}
+        entry = records[name] = {"state": _structure(state, flat)}
         arrays.update({f"{i}/{k}": a for k, a in enumerate(flat)})
         record = optimizer.records.get(i)
         if record is not None:
@@ -28,7 +28,7 @@ def save_states(fname, optimizer, names, states):
             if record.stamps is not None:
                 arrays[f"{i}/stamps"] = NDArray(record.stamps)
     save_arrays(fname, arrays, {"kind": "optimizer_states", "optimizer": type(optimizer).__name__,
-                                "names": list(names), "params": params,
+                                "params": list(names), "records": records,
                                 "num_update": optimizer.num_update})
 
 
@@ -38,8 +38,8 @@ def load_states(fname, optimizer, names):
     arrays, config = load_arrays(fname)
     if config.get("kind") != "optimizer_states":
         raise NetsError(f"{fname}: not an optimizer-states file")
-    if config.get("names") != list(names):
-        raise NetsError(f"{fname}: saved for parameters {config.get('names')}, expected "
+    if config.get("params") != list(names):
+        raise NetsError(f"{fname}: saved for parameters {config.get('params')}, expected "
                         f"{list(names)}")
     if config.get("optimizer") != type(optimizer).__name__:
         raise NetsError(f"{fname}: saved for optimizer {config.get('optimizer')}, this one is "
@@ -48,7 +48,7 @@ def load_states(fname, optimizer, names):
     try:
         num_update = int(config["num_update"])
         for i, name in enumerate(names):
-            entry = config["params"][name]
+            entry = config["records"][name]
             count = sum(k.startswith(f"{i}/") and k != f"{i}/stamps" for k in arrays)
             flat = iter([arrays[f"{i}/{k}"] for k in range(count)])
             states.append(_rebuild(entry["state"], flat))
@@ -80,5 +80,7 @@ def _rebuild(layout, flat):
         return None
     if layout == "array":
         return next(flat)
+    if not isinstance(layout, list):
+        raise TypeError(f"state layout {layout!r}")
     # (a list, not a generator, so that a missing array's StopIteration reaches load_states)
     return tuple([_rebuild(sub, flat) for sub in layout])

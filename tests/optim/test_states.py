@@ -95,6 +95,12 @@ def test_a_file_that_does_not_match_raises(tmp_path):
         load_states(path, create("adam"), ["v"])
     with pytest.raises(nets.NetsError, match="optimizer"):
         load_states(path, create("sgd"), ["w"])
-    _rewrite_config(path, lambda c: c["params"]["w"].update(state=["array", "array", "array"]))
+    _rewrite_config(path, lambda c: c["records"]["w"].update(state=["array", "array", "array"]))
+    with pytest.raises(nets.NetsError, match="do not match their layout"):
+        load_states(path, create("adam"), ["w"])
+    _rewrite_config(path, lambda c: c["records"]["w"].update(state="arrays"))
+    with pytest.raises(nets.NetsError, match="do not match their layout"):
+        load_states(path, create("adam"), ["w"])
+    _rewrite_config(path, lambda c: c["records"]["w"].update(state=["array"], step="many"))
     with pytest.raises(nets.NetsError, match="do not match their layout"):
         load_states(path, create("adam"), ["w"])
