@@ -445,7 +445,7 @@ def _selected(a, x, ids, nrows, fill):
     if a.insert_rows(wanted) and fill is not None:
         a.insert_rows(fill)
     line = ids if len(a._indices) == nrows else np.searchsorted(a._indices, wanted)
-    return _view2d(a._data), line  # (rows inserted: a new storage)
+    return _view2d(a._data), line  # (the storage after any insertion)
 
 
 def _selected_grad(grad, g, lazy, nrows):
