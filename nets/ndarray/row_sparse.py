@@ -83,3 +83,29 @@ class RowSparseNDArray(BaseSparseNDArray):
             return self
         raise NetsError(f"a row_sparse array supports only x[:]; use nets.nd.sparse.retain(x, "
                         f"row_ids) to select rows, got key {key!r}")
+
+    def insert_rows(self, rows):
+        """Store every row in ``rows`` (integers in ``[0, shape[0])``, any order, repeats
+        allowed): a row not stored yet is inserted as zeros, so the array's values do not
+        change; ``indices`` stay sorted and unique. Returns whether any row was inserted
+        (False: every row was stored already and nothing changed).
+
+        Optimizer states that are row_sparse grow this way when a gradient names new rows.
+        """
+        rows = as_index(rows, "rows").reshape(-1)
+        stored = self._indices
+        at = np.searchsorted(stored, rows)
+        present = at < len(stored)
+        present[present] = stored[at[present]] == rows[present]
+        if present.all():
+            return False
+        new = rows[~present]
+        bad = np.flatnonzero((new < 0) | (new >= self._shape[0]))
+        if bad.size:
+            raise SparseFormatError(f"insert_rows: row {new[bad[0]]} is out of range for "
+                                    f"{self._shape[0]} rows")
+        indices = np.union1d(stored, new).astype(INDEX_DTYPE, copy=False)
+        data = aligned.zeros((len(indices),) + self._data.shape[1:], self._data.dtype)
+        data[np.searchsorted(indices, stored)] = self._data
+        self._data, self._indices = data, indices
+        return True

@@ -17,7 +17,7 @@ class AdaGrad(Optimizer):
     same rule runs on the gradient's rows (``lazy_update=True``) or on every row.
     """
 
-    _kernel_states = 1
+    state_names = ("history",)
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
@@ -26,6 +26,6 @@ class AdaGrad(Optimizer):
     def create_state(self, index, weight):
         return self._zeros_like(weight)  # history
 
-    def _step(self, index, rows, lr, wd):
+    def update_rows(self, rows, lr, wd, step):
         rows.run(kernels.optim.adagrad, (lr, wd, self.float_stable_eps, self.rescale_grad,
-                                         self._clip))
+                                         self.clip))

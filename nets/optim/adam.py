@@ -24,7 +24,7 @@ class Adam(Optimizer):
     """
 
     default_lr = 0.001
-    _kernel_states = 2
+    state_names = ("mean", "var")
     _decoupled = False
 
     def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-8,
@@ -36,12 +36,11 @@ class Adam(Optimizer):
     def create_state(self, index, weight):
         return self._zeros_like(weight), self._zeros_like(weight)  # mean, var
 
-    def _step(self, index, rows, lr, wd):
+    def update_rows(self, rows, lr, wd, step):
         if self.correct_bias:
-            t = self._index_update_count[index]
-            lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+            lr *= math.sqrt(1.0 - self.beta2 ** step) / (1.0 - self.beta1 ** step)
         rows.run(kernels.optim.adam, (lr, self.beta1, self.beta2, self.epsilon, wd,
-                                      self.rescale_grad, self._clip), self._decoupled)
+                                      self.rescale_grad, self.clip), self._decoupled)
 
 
 @register

@@ -20,7 +20,7 @@ class FTRL(Optimizer):
     """
 
     default_lr = 0.1
-    _kernel_states = 2
+    state_names = ("z", "n")
     _decays = False
 
     def __init__(self, lamda1=0.01, learning_rate=None, beta=1.0, **kwargs):
@@ -30,9 +30,9 @@ class FTRL(Optimizer):
     def create_state(self, index, weight):
         return self._zeros_like(weight), self._zeros_like(weight)  # z, n
 
-    def _step(self, index, rows, lr, wd):
+    def update_rows(self, rows, lr, wd, step):
         rows.run(kernels.optim.ftrl, (lr, self.lamda1, self.beta, wd, self.rescale_grad,
-                                      self._clip))
+                                      self.clip))
 
 
 Ftrl = FTRL  # MXNet's spelling

@@ -27,11 +27,7 @@ class RMSProp(Optimizer):
     """
 
     default_lr = 0.001
-    _kernel_states = 3
-
-    @property
-    def _states_read(self):
-        return 3 if self.centered else 1
+    state_names = ("n", "g", "delta")
 
     def __init__(self, learning_rate=None, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
                  centered=False, clip_weights=None, **kwargs):
@@ -45,8 +41,11 @@ class RMSProp(Optimizer):
     def create_state(self, index, weight):
         return tuple(self._zeros_like(weight) for _ in range(3 if self.centered else 1))
 
-    def _step(self, index, rows, lr, wd):
+    def states_read(self):
+        return 3 if self.centered else 1
+
+    def update_rows(self, rows, lr, wd, step):
         clip_weights = np.inf if self.clip_weights is None else self.clip_weights
         rows.run(kernels.optim.rmsprop, (lr, self.gamma1, self.gamma2, self.epsilon, wd,
-                                         self.rescale_grad, self._clip, clip_weights),
+                                         self.rescale_grad, self.clip, clip_weights),
                  bool(self.centered))

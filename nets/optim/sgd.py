@@ -17,8 +17,7 @@ class SGD(Optimizer):
     ``mom`` are updated (MXNet's lazy update); see ``Optimizer`` for the rest.
     """
 
-    _kernel_states = 1
-    _states_read = 0  # the momentum is read only when given (``has_mom``)
+    state_names = ("mom",)
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(lazy_update=lazy_update, **kwargs)
@@ -27,6 +26,9 @@ class SGD(Optimizer):
     def create_state(self, index, weight):
         return self._zeros_like(weight) if self.momentum != 0 else None
 
-    def _step(self, index, rows, lr, wd):
-        rows.run(kernels.optim.sgd, (lr, wd, self.momentum, self.rescale_grad, self._clip),
+    def states_read(self):
+        return 0  # the momentum is read only when given (``has_mom``), as MXNet
+
+    def update_rows(self, rows, lr, wd, step):
+        rows.run(kernels.optim.sgd, (lr, wd, self.momentum, self.rescale_grad, self.clip),
                  rows.given[0])

@@ -76,7 +76,7 @@ def test_set_learning_rate():
     opt.learning_rate = 0.5
     assert opt.lr == 0.5
     weight = nd.ones((2,))
-    for lr in (0.5, 0.25, np.array(0.125)):  # (rates are cached by value; a 0-d array too)
+    for lr in (0.5, 0.25, np.array(0.125)):  # (a 0-d array too)
         opt.set_learning_rate(lr)
         opt.update(0, weight, nd.ones((2,)), None)
     assert_almost_equal(weight.asnumpy(), 1 - (0.5 + 0.25 + 0.125) * np.ones(2))
@@ -116,7 +116,7 @@ def test_update_counts_and_adam_bias_correction_per_parameter():
     for _ in range(3):
         opt.update(0, weights[0], _rsp([0], (3, 1)), states[0])
     opt.update([1], [weights[1]], [_rsp([2], (3, 1))], [states[1]])  # list form
-    assert opt._index_update_count == {0: 3, 1: 1}
+    assert {i: r.step for i, r in opt.records.items()} == {0: 3, 1: 1}
     assert opt.num_update == 3
     # a row first touched at step 4 of parameter 0 is corrected with t = 4
     opt.update(0, weights[0], _rsp([1], (3, 1)), states[0])
@@ -152,6 +152,22 @@ def test_row_sparse_state_grows_to_the_weight_rows_once():
     opt.update(0, weight, _rsp([1, 3], (5, 2)), (mean, var))
     assert mean._indices.tolist() == [0, 1, 2, 3, 4]
     assert np.array_equal(mean.asnumpy()[[0, 2, 4]], np.zeros((3, 2)))
+
+
+def test_dense_weight_with_a_row_sparse_state():
+    """A dense weight may keep a row_sparse state: a lazy update inserts the gradient's rows
+    (and no other) into the state and updates those rows of both."""
+    weight = nd.ones((5, 2))
+    mom = nd.sparse.zeros("row_sparse", (5, 2))
+    opt = create("sgd", learning_rate=0.1, momentum=0.5)
+    for _ in range(2):
+        opt.update(0, weight, _rsp([1, 3], (5, 2), 2.0), mom)
+    # mom = -0.1 * 2 = -0.2, w = 0.8; then mom = 0.5 * -0.2 - 0.2 = -0.3, w = 0.5
+    assert mom.stype == "row_sparse" and mom.indices.asnumpy().tolist() == [1, 3]
+    assert_almost_equal(mom.data.asnumpy(), np.full((2, 2), -0.3))
+    expected = np.ones((5, 2))
+    expected[[1, 3]] = 0.5
+    assert_almost_equal(weight.asnumpy(), expected)
 
 
 def test_empty_gradient_changes_nothing():
@@ -234,8 +250,8 @@ def test_too_many_states_raise():
 
 
 def test_no_dropped_weight_or_state_is_kept_alive():
-    """The optimizer reuses its checks of a parameter's dense arrays between updates, but
-    refers to them weakly: a weight or state dropped by its owner is freed at once."""
+    """The optimizer keeps no reference to a parameter's arrays between updates: a weight
+    or state dropped by its owner is freed at once, and a new buffer is the one updated."""
     import weakref
     opt = create("adam", learning_rate=0.1)
     w = nd.ones((4, 3))
@@ -247,7 +263,7 @@ def test_no_dropped_weight_or_state_is_kept_alive():
     opt.update(0, w, nd.ones((4, 3)), state)
     assert all(r() is None for r in old_state)
     before = w.asnumpy()
-    w._np = w._np.copy()  # a new buffer (set_data may replace it): views rebuilt, not stale
+    w._np = w._np.copy()  # a new buffer (set_data may replace it): the one updated
     opt.update(0, w, nd.ones((4, 3)), state)
     assert not np.array_equal(w.asnumpy(), before)
     weight, buffer = weakref.ref(w), weakref.ref(w._np)
@@ -255,10 +271,9 @@ def test_no_dropped_weight_or_state_is_kept_alive():
     assert weight() is None and buffer() is None
 
 
-def test_checks_still_apply_after_cached_updates():
-    """Between updates of one parameter the optimizer reuses its checks of the same dense
-    weight and state: a bad gradient, a changed state or settings that read more states
-    are still refused."""
+def test_checks_apply_on_every_update():
+    """Every update checks its operands, also after earlier updates of the same weight and
+    state: a bad gradient, a changed state or settings that read more states are refused."""
     opt = create("rmsprop", learning_rate=0.1)
     w = nd.ones((3, 2))
     state = opt.create_state(0, w)  # (n,): uncentered

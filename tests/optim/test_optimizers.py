@@ -241,7 +241,7 @@ def test_other_ranks(shape):
 @pytest.mark.parametrize("contiguous", [True, False])
 def test_dense_gradient_any_rank(shape, contiguous):
     """A dense gradient of any rank (C-contiguous or not) updates every element, on the
-    first update and on later ones (which reuse the checked dense operands)."""
+    first update and on later ones."""
     rng = np.random.default_rng(1)
     w0 = rng.uniform(-1, 1, shape).astype(np.float32)
     opt = create("sgd", learning_rate=0.5, momentum=0.5)
