@@ -23,5 +23,5 @@ __version__ = "0.1.0"
 __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
            "autograd", "cpu", "current_context", "data", "gpu", "init", "layers", "loss",
            "metric", "mod", "module", "nd", "ndarray", "num_gpus", "optim", "random", "sym",
-           "symbol", "test_utils", "utils"]
-__all__ += ["callback", "model"]
+           "symbol", "test_utils", "utils", "callback", "model", "get_num_threads",
+           "set_num_threads"]

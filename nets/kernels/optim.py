@@ -214,15 +214,6 @@ def ftrl(pos, lo, hi, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
 
 
 @jit
-def scale_rows(w, rows, factors):
-    """``w[rows[k]] *= factors[k]`` (weight decay applied outside an update; rows unique)."""
-    for k in range(len(rows)):
-        r, f = rows[k], factors[k]
-        for j in range(w.shape[1]):
-            w[r, j] *= f
-
-
-@jit
 def sum_squares(x):
     """``sum(x**2)`` of a 1-D array, accumulated in float64 (four independent chains)."""
     acc = np.zeros(4)

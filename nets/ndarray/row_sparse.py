@@ -68,12 +68,6 @@ class RowSparseNDArray(BaseSparseNDArray):
         """An all-zero array of ``shape`` (no rows stored)."""
         return cls(np.zeros((0,) + tuple(shape[1:]), dtype), np.zeros(0, INDEX_DTYPE), shape, ctx)
 
-    def _clear(self):
-        """Store no rows (every value zero), keeping shape and dtype: a row_sparse gradient
-        after an optimizer step (cheaper than adopting the parts of a new ``_empty``)."""
-        self._data = np.empty((0,) + self._data.shape[1:], self._data.dtype)
-        self._indices = np.empty(0, INDEX_DTYPE)
-
     def _scatter_into(self, dense):
         dense[self._indices] = self._data
 

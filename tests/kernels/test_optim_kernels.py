@@ -169,15 +169,6 @@ def test_denormal_flush_and_nan_passthrough():
     assert np.all(np.isnan(mom[1]))
 
 
-def test_scale_rows():
-    w = np.ones((R, C), F)
-    K.scale_rows(w, np.array([], np.int64), np.array([], F))
-    K.scale_rows(w, np.array([0, R - 1], np.int64), np.array([0.5, 2.0], F))
-    expected = np.ones((R, C))
-    expected[0], expected[R - 1] = 0.5, 2.0
-    np.testing.assert_array_equal(w, expected)
-
-
 @pytest.mark.parametrize("size", [0, 1, (1 << 16) + 3])
 def test_sum_squares(size):
     x = np.random.default_rng(5).uniform(-1, 1, size).astype(F)
