@@ -1,0 +1,205 @@
+"""The MXNet API names the compat programs use, and whether nets has each today.
+
+``ROWS`` lists every MXNet name (module function/class, method, or the keyword
+arguments that matter) the five programs call, the nets object the renamed program
+reaches for it, and a regular expression that finds its use in a program's text
+(which gives the "used by" column). ``status`` resolves the nets object and, for
+keyword arguments, inspects its signature: ``missing`` when the name or one of the
+keywords is absent; ``present`` when all exist (presence only: a program that stops
+earlier has not exercised it yet). Known behaviour differences are in ``DIFFERS``.
+
+Usage: ``python tests/compat/api_names.py`` prints the Markdown table that
+``docs/mxnet-compat.md`` carries.
+"""
+import importlib
+import inspect
+import os
+import re
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM_FILES = ["linear_classification", "factorization_machine", "matrix_factorization",
+                 "wide_deep", "wide_deep_inference", "census"]
+SHORT = {"linear_classification": "LC", "factorization_machine": "FM",
+         "matrix_factorization": "MF", "wide_deep": "WD", "wide_deep_inference": "WDI",
+         "census": "WD, WDI"}
+
+# (MXNet name, nets object path, keyword arguments the programs pass, usage regex)
+ROWS = [
+    ("mx.random.seed", "nets.random.seed", [], r"mx\.random\.seed"),
+    ("mx.cpu / mx.gpu", "nets.cpu", [], r"mx\.cpu\(\)"),
+    ("mx.kvstore.create", "nets.kvstore.create", [], r"mx\.kvstore\.create"),
+    ("KVStore.rank / .num_workers", "nets.kvstore.KVStore.rank", [], r"kv\.rank"),
+    ("mx.io.LibSVMIter", "nets.data.LibSVMIter",
+     ["data_libsvm", "data_shape", "batch_size", "num_parts", "part_index"],
+     r"mx\.io\.LibSVMIter"),
+    ("mx.io.NDArrayIter (dict data/label, numpy and CSR values)", "nets.data.NDArrayIter",
+     ["data", "label", "batch_size", "shuffle", "last_batch_handle"], r"mx\.io\.NDArrayIter"),
+    ("mx.io.PrefetchingIter", "nets.data.PrefetchingIter", [], r"PrefetchingIter"),
+    ("DataIter.provide_data / .provide_label", "nets.data.NDArrayIter.provide_data", [],
+     r"\.provide_data"),
+    ("DataIter.next (StopIteration at the end)", "nets.data.NDArrayIter.next", [],
+     r"\.next\(\)"),
+    ("DataIter.reset / iter(it)", "nets.data.NDArrayIter.reset", [], r"\.reset\(\)"),
+    ("DataBatch.data / .label", "nets.data.DataBatch", [], r"batch\.data|batch\.label"),
+    ("mx.nd.array (list of str; dtype='int32')", "nets.nd.array", ["dtype"],
+     r"mx\.nd\.array"),
+    ("mx.nd.arange", "nets.nd.arange", ["dtype"], r"mx\.nd\.arange"),
+    ("mx.nd.softmax", "nets.nd.softmax", ["axis"], r"mx\.nd\.softmax"),
+    ("mx.nd.one_hot", "nets.nd.one_hot", [], r"mx\.nd\.one_hot"),
+    ("mx.nd.sparse.csr_matrix((data, indices, indptr), shape)", "nets.nd.sparse.csr_matrix",
+     ["shape"], r"csr_matrix"),
+    ("CSRNDArray.indices", "nets.nd.sparse.CSRNDArray.indices", [], r"\.indices"),
+    ("NDArray.astype(np.int64)", "nets.nd.NDArray.astype", [], r"\.astype\("),
+    ("NDArray.reshape / .asnumpy / .wait_to_read", "nets.nd.NDArray.wait_to_read", [],
+     r"wait_to_read|\.asnumpy"),
+    ("mx.symbol.Variable", "nets.symbol.Variable",
+     ["shape", "stype", "init", "lr_mult", "wd_mult"], r"\.Variable\("),
+    ("mx.symbol.dot / mx.symbol.sparse.dot (csr x row_sparse)", "nets.symbol.sparse.dot", [],
+     r"\.dot\("),
+    ("mx.symbol.broadcast_add", "nets.symbol.broadcast_add", [], r"broadcast_add"),
+    ("mx.symbol._internal._square_sum", "nets.symbol._internal._square_sum",
+     ["data", "axis", "keepdims"], r"_square_sum"),
+    ("Symbol.square()", "nets.symbol.Symbol.square", [], r"x\.square\(\)"),
+    ("Symbol.sum(axis, keepdims)", "nets.symbol.Symbol.sum", ["axis", "keepdims"],
+     r"both\.sum"),
+    ("mx.symbol.square(data=)", "nets.symbol.square", ["data"], r"symbol\.square\("),
+    ("mx.symbol.Concat(*, dim) / mx.symbol.concat", "nets.symbol.Concat", ["dim"],
+     r"\.[Cc]oncat\("),
+    ("mx.symbol.slice(data, begin, end with None)", "nets.symbol.slice",
+     ["data", "begin", "end"], r"symbol\.slice"),
+    ("mx.symbol.split(num_outputs, squeeze_axis)", "nets.symbol.split",
+     ["data", "num_outputs", "squeeze_axis"], r"symbol\.split"),
+    ("mx.sym.Embedding / mx.symbol.sparse.Embedding (row_sparse weight, sparse_grad)",
+     "nets.symbol.sparse.Embedding",
+     ["data", "weight", "input_dim", "output_dim", "sparse_grad"], r"\.Embedding\("),
+    ("mx.sym.FullyConnected", "nets.symbol.FullyConnected", ["data", "num_hidden"],
+     r"FullyConnected"),
+    ("mx.sym.Activation", "nets.symbol.Activation", ["data", "act_type"], r"Activation"),
+    ("mx.sym.sum(data, axis)", "nets.symbol.sum", ["data", "axis"], r"sym\.sum\("),
+    ("mx.sym.Flatten", "nets.symbol.Flatten", ["data"], r"Flatten"),
+    ("mx.symbol.SoftmaxOutput(data, label, name)", "nets.symbol.SoftmaxOutput", ["name"],
+     r"SoftmaxOutput"),
+    ("mx.symbol.LogisticRegressionOutput", "nets.symbol.LogisticRegressionOutput",
+     ["data", "label"], r"LogisticRegressionOutput"),
+    ("mx.sym.LinearRegressionOutput", "nets.symbol.LinearRegressionOutput",
+     ["data", "label"], r"LinearRegressionOutput"),
+    ("mx.sym.MakeLoss", "nets.symbol.MakeLoss", [], r"MakeLoss"),
+    ("mx.sym.Custom(*inputs, op_type=, **params)", "nets.symbol.Custom", ["op_type"],
+     r"sym\.Custom"),
+    ("mx.operator.CustomOp (assign, forward, backward)", "nets.operator.CustomOp", [],
+     r"operator\.CustomOp\)"),
+    ("mx.operator.CustomOpProp(need_top_grad)", "nets.operator.CustomOpProp",
+     ["need_top_grad"], r"CustomOpProp"),
+    ("mx.operator.register", "nets.operator.register", [], r"operator\.register"),
+    ("mx.initializer.Normal(sigma)", "nets.initializer.Normal", ["sigma"],
+     r"initializer\.Normal"),
+    ("mx.init.Xavier(factor_type, magnitude)", "nets.init.Xavier",
+     ["factor_type", "magnitude"], r"init\.Xavier"),
+    ("mx.mod.Module / mx.module.Module", "nets.mod.Module",
+     ["symbol", "data_names", "label_names", "context"], r"\.Module\("),
+    ("Module.bind", "nets.mod.Module.bind", ["data_shapes", "label_shapes"], r"\.bind\("),
+    ("Module.init_params", "nets.mod.Module.init_params", ["initializer"],
+     r"\.init_params\("),
+    ("Module.init_optimizer (kvstore None/'local'/'device'/KVStore, optimizer object)",
+     "nets.mod.Module.init_optimizer", ["optimizer", "kvstore", "optimizer_params"],
+     r"init_optimizer"),
+    ("Module.prepare(batch or None, sparse_row_id_fn)", "nets.mod.Module.prepare",
+     ["sparse_row_id_fn"], r"\.prepare\("),
+    ("Module.forward_backward / update / update_metric", "nets.mod.Module.forward_backward",
+     [], r"forward_backward"),
+    ("Module.forward(batch, is_train) / get_outputs", "nets.mod.Module.forward",
+     ["is_train"], r"mod\.forward\("),
+    ("Module.score(iter, [metric names])", "nets.mod.Module.score", ["eval_data",
+                                                                    "eval_metric"],
+     r"\.score\("),
+    ("Module.save_checkpoint(prefix, epoch, save_optimizer_states)",
+     "nets.mod.Module.save_checkpoint", ["save_optimizer_states"], r"save_checkpoint"),
+    ("Module.set_params(arg_params, aux_params)", "nets.mod.Module.set_params",
+     ["arg_params", "aux_params"], r"set_params"),
+    ("mx.model.load_checkpoint", "nets.model.load_checkpoint", [], r"load_checkpoint"),
+    ("mx.model.BatchEndParam(epoch, nbatch, eval_metric, locals)",
+     "nets.model.BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"],
+     r"BatchEndParam"),
+    ("mx.callback.Speedometer(batch_size, frequent)", "nets.callback.Speedometer", [],
+     r"Speedometer"),
+    ("mx.optimizer.create(name, learning_rate, rescale_grad)", "nets.optim.create",
+     ["learning_rate", "rescale_grad"], r"optimizer\.create"),
+    ("mx.metric.create([names]) incl. 'nll_loss', 'acc', 'MSE'", "nets.metric.create", [],
+     r"metric\.create"),
+    ("mx.metric.EvalMetric subclass (name, output_names, label_names, **kwargs)",
+     "nets.metric.EvalMetric", ["output_names", "label_names"], r"metric\.EvalMetric"),
+    ("mx.metric.register", "nets.metric.register", [], r"metric\.register"),
+    ("mx.metric.alias", "nets.metric.alias", [], r"metric\.alias"),
+    ("mx.metric.check_label_shapes", "nets.metric.check_label_shapes", [],
+     r"check_label_shapes"),
+]
+
+#: Behaviour known to differ today although the name exists (filled from GAPS.md).
+DIFFERS = {}
+
+
+def resolve(path):
+    """The object at dotted ``path`` (importing modules as needed), or None."""
+    parts = path.split(".")
+    obj = None
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        rest = parts[i:]
+        break
+    else:
+        return None
+    for name in rest:
+        if not hasattr(obj, name):
+            return None
+        obj = getattr(obj, name)
+    return obj
+
+
+def status(target, kwargs):
+    """``('missing', why)`` or ``('present', '')`` for one row."""
+    obj = resolve(target)
+    if obj is None:
+        return "missing", "no `%s`" % target
+    if kwargs:
+        func = obj.__init__ if inspect.isclass(obj) else obj
+        try:
+            params = inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            return "present", ""
+        if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            return "present", ""
+        absent = [k for k in kwargs if k not in params]
+        if absent:
+            return "missing", "no keyword %s" % ", ".join("`%s`" % k for k in absent)
+    return "present", ""
+
+
+def used_by(pattern):
+    texts = {}
+    for name in PROGRAM_FILES:
+        with open(os.path.join(HERE, name + ".py")) as f:
+            texts[name] = f.read()
+    users = []
+    for name, text in texts.items():
+        if re.search(pattern, text):
+            users.extend(SHORT[name].split(", "))
+    return ", ".join(sorted(set(users), key=["LC", "FM", "MF", "WD", "WDI"].index))
+
+
+def table():
+    """The Markdown table: name | used by | nets status | note."""
+    lines = ["| MXNet name | used by | nets status | note |", "|---|---|---|---|"]
+    for name, target, kwargs, pattern in ROWS:
+        st, why = status(target, kwargs)
+        if st == "present" and name in DIFFERS:
+            st, why = "differs", DIFFERS[name]
+        shown = name if not kwargs else "%s (`%s`)" % (name, "`, `".join(kwargs))
+        lines.append("| %s | %s | %s | %s |" % (shown, used_by(pattern), st, why))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())
