@@ -134,8 +134,20 @@ ROWS = [
      r"check_label_shapes"),
 ]
 
-#: Behaviour known to differ today although the name exists (filled from GAPS.md).
-DIFFERS = {}
+#: Behaviour known to differ today although the name exists (see GAPS.md).
+DIFFERS = {
+    "mx.io.NDArrayIter (dict data/label, numpy and CSR values)":
+        "numpy float64 values stay float64 (MXNet stores float32), so a float32 model "
+        "then raises `DTypeError`",
+    "mx.metric.register":
+        "nets' is a decorator factory `register(*names)`; MXNet's takes the class "
+        "(`@mx.metric.register`, name = lower-cased class name)",
+    "mx.metric.create([names]) incl. 'nll_loss', 'acc', 'MSE'":
+        "no `nll_loss` (MXNet's NegativeLogLikelihood, named `nll-loss`)",
+    "Module.save_checkpoint(prefix, epoch, save_optimizer_states)":
+        "writes `<prefix>-NNNN.params.npz` / `.states.npz` (npz, never pickle) where "
+        "MXNet writes `.params` / `.states`",
+}
 
 
 def resolve(path):
