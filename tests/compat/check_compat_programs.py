@@ -12,8 +12,8 @@ under MXNet 1.9.1 with initialization seeds 1, 2, 3 on data seed 0. nets draws
 its initial weights and shuffles from other random streams than MXNet, so the same
 seed does not give the same run: the allowed difference is the spread between MXNet
 runs that differ only in seed. With three seeds the sample standard deviation ``s``
-is a rough estimate, so the test allows four of them around MXNet's mean (about 3 sigma
-even when ``s`` underestimates sigma by a quarter), and never less than
+is a rough estimate, so the test allows ``K_STD`` = 4 such deviations either side of
+MXNet's mean (still 3 sigma if ``s`` underestimates sigma by a quarter), and never less than
 ``MIN_REL`` of the mean, so a program whose three MXNet runs happened to agree
 closely (the inference program evaluates a checkpoint of a seeded training run)
 still gets a band that one other random stream can meet.
