@@ -8,7 +8,14 @@ keyword arguments, inspects its signature: ``missing`` when the name or one of t
 keywords is absent; ``present`` when all exist (presence only: a program that stops
 earlier has not exercised it yet). Known behaviour differences are in ``DIFFERS``.
 
-Usage: ``python tests/compat/api_names.py`` prints the Markdown table that
+``SPARSE_TEST_NAMES`` lists the ``mx.`` names (and the ``mxnet.test_utils``
+functions they star-import and call) that MXNet 1.9.1's sparse unit tests
+``tests/python/unittest/test_sparse_ndarray.py`` (``nd``) and
+``test_sparse_operator.py`` (``op``) use, found by the regular expression
+``\bmx\.[\w.]+`` over those files; their status is presence only, by the same
+renaming.
+
+Usage: ``python tests/compat/api_names.py`` prints the Markdown tables that
 ``docs/mxnet-compat.md`` carries.
 """
 import importlib
@@ -134,6 +141,140 @@ ROWS = [
      r"check_label_shapes"),
 ]
 
+#: MXNet name -> which sparse unit test file uses it (``nd``, ``op``).
+SPARSE_TEST_NAMES = {
+    'mx.base.MXNetError': 'nd',
+    'mx.cpu': 'nd,op',
+    'mx.name.NameManager': 'nd',
+    'mx.nd.Convolution': 'op',
+    'mx.nd.FullyConnected': 'nd,op',
+    'mx.nd._internal._square_sum': 'op',
+    'mx.nd.abs': 'op',
+    'mx.nd.array': 'nd,op',
+    'mx.nd.broadcast_add': 'nd',
+    'mx.nd.cast_storage': 'op',
+    'mx.nd.concat': 'nd',
+    'mx.nd.contrib.getnnz': 'nd',
+    'mx.nd.contrib.quadratic': 'op',
+    'mx.nd.crop': 'op',
+    'mx.nd.dot': 'op',
+    'mx.nd.elemwise_add': 'nd,op',
+    'mx.nd.elemwise_sub': 'op',
+    'mx.nd.empty': 'nd,op',
+    'mx.nd.flatten': 'op',
+    'mx.nd.load': 'nd',
+    'mx.nd.mean': 'op',
+    'mx.nd.ones': 'nd,op',
+    'mx.nd.random.gamma': 'nd',
+    'mx.nd.random.normal': 'nd',
+    'mx.nd.random.uniform': 'nd,op',
+    'mx.nd.random_uniform': 'nd',
+    'mx.nd.save': 'nd',
+    'mx.nd.slice': 'nd',
+    'mx.nd.sparse.FullyConnected': 'nd',
+    'mx.nd.sparse.add': 'op',
+    'mx.nd.sparse.array': 'nd',
+    'mx.nd.sparse.csr_matrix': 'nd',
+    'mx.nd.sparse.divide': 'op',
+    'mx.nd.sparse.dot': 'op',
+    'mx.nd.sparse.multiply': 'op',
+    'mx.nd.sparse.retain': 'nd,op',
+    'mx.nd.sparse.row_sparse_array': 'nd,op',
+    'mx.nd.sparse.slice': 'nd',
+    'mx.nd.sparse.subtract': 'op',
+    'mx.nd.sparse.zeros': 'nd,op',
+    'mx.nd.sparse.zeros_like': 'op',
+    'mx.nd.sum': 'nd,op',
+    'mx.nd.take': 'nd',
+    'mx.nd.zeros': 'nd,op',
+    'mx.nd.zeros_like': 'op',
+    'mx.ndarray.NDArray': 'nd',
+    'mx.sym.Concat': 'op',
+    'mx.sym.Variable': 'op',
+    'mx.sym._internal._hypot': 'op',
+    'mx.sym._internal._maximum': 'op',
+    'mx.sym._internal._minimum': 'op',
+    'mx.sym._internal._scatter_elemwise_div': 'op',
+    'mx.sym._internal._scatter_minus_scalar': 'op',
+    'mx.sym._internal._scatter_plus_scalar': 'op',
+    'mx.sym.contrib.SparseEmbedding': 'op',
+    'mx.sym.relu': 'op',
+    'mx.sym.reshape': 'op',
+    'mx.sym.sigmoid': 'op',
+    'mx.sym.sparse.Embedding': 'op',
+    'mx.sym.sparse.abs': 'op',
+    'mx.sym.sparse.arccos': 'op',
+    'mx.sym.sparse.arccosh': 'op',
+    'mx.sym.sparse.arcsin': 'op',
+    'mx.sym.sparse.arcsinh': 'op',
+    'mx.sym.sparse.arctan': 'op',
+    'mx.sym.sparse.arctanh': 'op',
+    'mx.sym.sparse.cbrt': 'op',
+    'mx.sym.sparse.ceil': 'op',
+    'mx.sym.sparse.cos': 'op',
+    'mx.sym.sparse.cosh': 'op',
+    'mx.sym.sparse.degrees': 'op',
+    'mx.sym.sparse.dot': 'op',
+    'mx.sym.sparse.elemwise_add': 'op',
+    'mx.sym.sparse.elemwise_div': 'op',
+    'mx.sym.sparse.elemwise_mul': 'op',
+    'mx.sym.sparse.elemwise_sub': 'op',
+    'mx.sym.sparse.expm1': 'op',
+    'mx.sym.sparse.fix': 'op',
+    'mx.sym.sparse.floor': 'op',
+    'mx.sym.sparse.gamma': 'op',
+    'mx.sym.sparse.gammaln': 'op',
+    'mx.sym.sparse.log10': 'op',
+    'mx.sym.sparse.log1p': 'op',
+    'mx.sym.sparse.log2': 'op',
+    'mx.sym.sparse.negative': 'op',
+    'mx.sym.sparse.radians': 'op',
+    'mx.sym.sparse.retain': 'op',
+    'mx.sym.sparse.rint': 'op',
+    'mx.sym.sparse.round': 'op',
+    'mx.sym.sparse.rsqrt': 'op',
+    'mx.sym.sparse.sign': 'op',
+    'mx.sym.sparse.sin': 'op',
+    'mx.sym.sparse.sinh': 'op',
+    'mx.sym.sparse.sqrt': 'op',
+    'mx.sym.sparse.square': 'op',
+    'mx.sym.sparse.tan': 'op',
+    'mx.sym.sparse.tanh': 'op',
+    'mx.sym.sparse.trunc': 'op',
+    'mx.sym.square': 'op',
+    'mx.sym.sum': 'op',
+    'mx.sym.where': 'op',
+    'mx.symbol.BatchNorm': 'op',
+    'mx.symbol.SoftmaxOutput': 'op',
+    'mx.symbol.Variable': 'op',
+    'mx.symbol._internal._square_sum': 'op',
+    'mx.symbol.broadcast_add': 'op',
+    'mx.symbol.cast_storage': 'op',
+    'mx.symbol.sparse.add_n': 'op',
+    'mx.symbol.sparse.dot': 'op',
+    'mx.symbol.sparse.elemwise_add': 'op',
+    'mx.test_utils.almost_equal': 'nd,op',
+    'mx.test_utils.assert_allclose': 'nd',
+    'mx.test_utils.assert_almost_equal': 'nd,op',
+    'mx.test_utils.assert_exception': 'nd',
+    'mx.test_utils.assign_each': 'op',
+    'mx.test_utils.assign_each2': 'op',
+    'mx.test_utils.check_numeric_gradient': 'op',
+    'mx.test_utils.check_symbolic_backward': 'op',
+    'mx.test_utils.check_symbolic_forward': 'op',
+    'mx.test_utils.create_sparse_array': 'op',
+    'mx.test_utils.create_sparse_array_zd': 'op',
+    'mx.test_utils.default_context': 'nd,op',
+    'mx.test_utils.rand_ndarray': 'nd,op',
+    'mx.test_utils.rand_shape_2d': 'nd,op',
+    'mx.test_utils.rand_shape_3d': 'nd,op',
+    'mx.test_utils.rand_shape_nd': 'op',
+    'mx.test_utils.rand_sparse_ndarray': 'nd,op',
+    'mx.test_utils.random_arrays': 'nd',
+    'mx.test_utils.random_sample': 'op',
+    'mx.test_utils.same': 'nd,op',
+}
+
 #: Behaviour known to differ today although the name exists (see GAPS.md).
 DIFFERS = {
     "mx.io.NDArrayIter (dict data/label, numpy and CSR values)":
@@ -213,5 +354,22 @@ def table():
     return "\n".join(lines)
 
 
+def sparse_test_table():
+    """The Markdown table of the names MXNet's sparse unit tests use."""
+    from rename import rename
+    lines = ["| MXNet name | used by | nets status |", "|---|---|---|"]
+    for name, files in SPARSE_TEST_NAMES.items():
+        target = rename(name)
+        st = "present" if resolve(target) is not None else "missing"
+        lines.append("| %s | %s | %s |" % (name, files, st))
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     print(table())
+    print()
+    print("### Names MXNet 1.9.1's sparse unit tests use")
+    print()
+    print("`nd`: test_sparse_ndarray.py, `op`: test_sparse_operator.py. Presence only.")
+    print()
+    print(sparse_test_table())
