@@ -14,9 +14,8 @@ nets with ``standins.py`` filling the missing names and reached MXNet's metric
 ``SPARSE_TEST_NAMES`` lists the ``mx.`` names (and the ``mxnet.test_utils``
 functions they star-import and call) that MXNet 1.9.1's sparse unit tests
 ``tests/python/unittest/test_sparse_ndarray.py`` (``nd``) and
-``test_sparse_operator.py`` (``op``) use, found by the regular expression
-``\bmx\.[\w.]+`` over those files; their status is presence only, by the same
-renaming.
+``test_sparse_operator.py`` (``op``) use: every ``mx.`` followed by a dotted name in
+those files; their status is presence only, by the same renaming.
 
 Usage: ``python tests/compat/api_names.py`` prints the Markdown tables that
 ``docs/mxnet-compat.md`` carries, for the ``nets`` of this checkout (or of the

@@ -27,8 +27,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from compat_runner import PROGRAMS, run_program  # noqa: E402
-from make_data import make_all  # noqa: E402
+from compat_runner import PROGRAMS, run_program
+from make_data import make_all
 
 with open(os.path.join(HERE, "mxnet_reference.json")) as _f:
     REFERENCE = json.load(_f)

@@ -15,7 +15,6 @@ Usage::
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 NETS_ROOT = os.path.abspath(os.environ.get("COMPAT_NETS_ROOT", ROOT))
 sys.path.insert(0, HERE)
 
-from rename import rename  # noqa: E402  (a sibling file, not a package)
+from rename import rename
 
 #: Program name -> its inputs in the data directory (``{d}``) and work directory
 #: (``{w}``); ``seeded`` programs take ``--seed`` for their initialization.

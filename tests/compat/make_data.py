@@ -9,7 +9,9 @@ noise, so a model that learns moves its metric well away from chance:
 * ``linear.train`` / ``linear.test`` — LibSVM (1-based feature ids, 0/1 labels, like
   the LIBSVM site's click-through sets): each row holds ``nnz`` binary features drawn
   from a Zipf-like popularity law; the label is Bernoulli(sigmoid(sum of the true
-  weights of its features)), with true weights non-zero on a tenth of the features.
+  weights of its features - 2)), with true weights non-zero on a tenth of the
+  features (about a quarter of the labels are 1, as in click data, which the
+  positive-weighted loss of linear_classification expects).
 * ``fm.train`` / ``fm.test`` — LibSVM with real values: the label is drawn from a
   factorization machine (linear term plus rank-``k`` pairwise interactions).
 * ``ratings.train`` / ``ratings.test`` — MovieLens ``user::item::rating::timestamp``
@@ -169,7 +171,8 @@ def make_adult(out, rng, train, test):
             for r in range(rows):
                 val = {c: VOCAB[c][pick[c][r]] for c in VOCAB}
                 edu_num = EDUCATION_NUM[val["education"]]
-                logit = (0.35 * (edu_num - 10) + 1.2 * (val["marital_status"] == "Married-civ-spouse")
+                married = val["marital_status"] == "Married-civ-spouse"
+                logit = (0.35 * (edu_num - 10) + 1.2 * married
                          + 0.04 * (min(age[r], 60) - 38) + 0.03 * (hours[r] - 40)
                          + 1.5 * (gain[r] > 5000) + occ_effect[val["occupation"]] - 1.0)
                 rich = rng.random() < _sigmoid(logit)

@@ -22,8 +22,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from compat_runner import PROGRAMS, run_program  # noqa: E402
-from make_data import SIZES, make_all  # noqa: E402
+from compat_runner import PROGRAMS, run_program
+from make_data import SIZES, make_all
 
 REFERENCE = os.path.join(HERE, "mxnet_reference.json")
 SEEDS = (1, 2, 3)

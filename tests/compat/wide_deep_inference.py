@@ -17,7 +17,6 @@ import logging
 import time
 
 import mxnet as mx
-import numpy as np
 
 from census import load_census
 
