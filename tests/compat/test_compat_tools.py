@@ -126,3 +126,21 @@ def test_linear_labels_are_learnable_from_the_features(data0):
     model_nll = -np.mean(yt * np.log(pt) + (1 - yt) * np.log(1 - pt))
     const_nll = -np.mean(yt * np.log(base) + (1 - yt) * np.log(1 - base))
     assert model_nll < const_nll - 0.02
+
+
+def test_mxnet_reference_matches_the_data_generator_and_programs():
+    """mxnet_reference.json was recorded on the data make_data.py writes now, for every
+    program, and its mean/std are those of its per-seed values (a change of sizes or
+    programs needs `reference.py` rerun)."""
+    import json
+    with open(os.path.join(HERE, "mxnet_reference.json")) as f:
+        ref = json.load(f)
+    assert ref["mxnet_version"] == "1.9.1"
+    assert ref["sizes"] == SIZES
+    assert sorted(ref["programs"]) == sorted(PROGRAMS)
+    for name, entry in ref["programs"].items():
+        values = np.array(entry["values"])
+        assert len(values) == len(ref["init_seeds"]) >= 3, name
+        assert entry["value"] == values[0]
+        assert entry["mean"] == pytest.approx(values.mean())
+        assert entry["std"] == pytest.approx(values.std(ddof=1))
