@@ -1,0 +1,101 @@
+"""Run each MXNet-style compat program (tests/compat) under MXNet 1.9.1 and, renamed,
+under nets, in one run on the same data, and compare metric and time per epoch.
+
+MXNet runs the programs as written with the MXNet venv's python (``--mxnet-python``,
+default ``/work/mxnet-venv/bin/python``; create it with ``benchmarks/mxnet_venv.sh``);
+the MXNet side is skipped, with a message, when that interpreter is absent. nets runs
+the renamed programs with this checkout's ``nets``. A program that stops shows its
+last error line instead of numbers. ``epoch_time_s`` is each program's median
+training time per epoch (for ``wide_deep_inference``: one pass over the test data);
+ratio = nets / MXNet (below 1: nets is faster). Prints a table and one JSON line.
+``--standins`` runs the nets side through ``tests/compat/standins.py`` (stand-ins for
+the names nets still lacks: a preview, not the issue's measure).
+``COMPAT_NETS_ROOT=DIR`` runs another checkout's nets.
+
+Usage: ``python benchmarks/bench_compat.py [--mxnet-python PY] [--programs a,b]
+[--standins]``
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "compat"))
+
+from compat_runner import PROGRAMS, run_program
+from make_data import make_all
+
+
+def last_error(output):
+    lines = [ln for ln in output.strip().splitlines() if ln.strip()]
+    return lines[-1][:120] if lines else "no output"
+
+
+def run_side(names, data, python, nets, seed, standins=False):
+    """{program: result dict or {'error': last line}} for one framework."""
+    workdir = tempfile.mkdtemp(prefix="bench_compat_")
+    out = {}
+    for name in names:
+        res = run_program(name, data, python=python, nets=nets, workdir=workdir, seed=seed,
+                          standins=standins)
+        out[name] = res["result"] if res["result"] is not None else {
+            "error": last_error(res["output"])}
+        print("  %-6s %-22s %s" % ("nets" if nets else "mxnet", name, out[name]),
+              file=sys.stderr, flush=True)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mxnet-python", default="/work/mxnet-venv/bin/python")
+    parser.add_argument("--programs", default=",".join(PROGRAMS),
+                        help="comma-separated subset (wide_deep_inference needs wide_deep)")
+    parser.add_argument("--data-seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1, help="initialization seed")
+    parser.add_argument("--standins", action="store_true",
+                        help="nets side through tests/compat/standins.py (preview)")
+    args = parser.parse_args()
+    names = [n for n in args.programs.split(",") if n]
+    data = tempfile.mkdtemp(prefix="bench_compat_data_")
+    make_all(data, args.data_seed)
+
+    if os.path.exists(args.mxnet_python):
+        mxnet = run_side(names, data, args.mxnet_python, False, args.seed)
+    else:
+        print("MXNet side skipped: %s not found (create it with benchmarks/mxnet_venv.sh)"
+              % args.mxnet_python)
+        mxnet = {n: {"error": "skipped"} for n in names}
+    nets = run_side(names, data, sys.executable, True, args.seed, args.standins)
+
+    head = "%-22s %-14s %12s %12s %12s %12s %7s" % (
+        "program", "metric", "MXNet", "nets", "MXNet s/ep", "nets s/ep", "ratio")
+    print(head)
+    print("-" * len(head))
+    rows = []
+    for name in names:
+        m, n = mxnet[name], nets[name]
+        metric = m.get("metric") or n.get("metric") or "-"
+        ratio = (n["epoch_time_s"] / m["epoch_time_s"]
+                 if "epoch_time_s" in m and "epoch_time_s" in n else None)
+        rows.append({"program": name, "metric": metric, "mxnet": m, "nets": n,
+                     "ratio": ratio})
+
+        def num(d, key, fmt):
+            return fmt % d[key] if key in d else "-"
+        print("%-22s %-14s %12s %12s %12s %12s %7s" % (
+            name, metric[:14], num(m, "value", "%.5f"), num(n, "value", "%.5f"),
+            num(m, "epoch_time_s", "%.3f"), num(n, "epoch_time_s", "%.3f"),
+            "%.2f" % ratio if ratio is not None else "-"))
+        for side, d in (("MXNet", m), ("nets", n)):
+            if "error" in d and d["error"] != "skipped":
+                print("    %s stopped: %s" % (side, d["error"]))
+    print(json.dumps({"benchmark": "compat", "machine": platform.machine(),
+                      "cpus": os.cpu_count(), "data_seed": args.data_seed,
+                      "init_seed": args.seed, "standins": args.standins, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()

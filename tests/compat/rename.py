@@ -1,0 +1,63 @@
+"""Mechanical MXNet -> nets renamer for the compat programs (issue 23's rules).
+
+The rules, applied in this order to the whole program text (``\\b`` = word boundary):
+
+=====================================  ==========================  =====================
+pattern                                replacement                 why
+=====================================  ==========================  =====================
+``\\bimport mxnet as mx\\b``            ``import nets``             the usual import
+``\\b(mx|mxnet)\\.gluon\\.nn\\b``        ``nets.layers``             Gluon layers
+``\\b(mx|mxnet)\\.gluon\\b``             ``nets``                    Gluon's other names
+                                                                   live at the top
+``\\b(mx|mxnet)\\.io\\b``                ``nets.data``               data iterators
+``\\b(mx|mxnet)\\.optimizer\\b``         ``nets.optim``              optimizers
+``\\bmx\\.``                            ``nets.``                   everything else keeps
+                                                                   its name
+``\\bmxnet\\b``                         ``nets``                    ``import mxnet``,
+                                                                   ``from mxnet.x ...``
+=====================================  ==========================  =====================
+
+So ``mx.kvstore`` -> ``nets.kvstore``, ``mx.mod`` -> ``nets.mod``, ``mx.sym`` ->
+``nets.sym``, ``mx.initializer`` -> ``nets.initializer``, ``mx.nd.sparse`` ->
+``nets.nd.sparse``, ``from mxnet.test_utils import *`` -> ``from nets.test_utils
+import *``. Nothing else changes: not argument names, not strings' other words, not
+the program's logic (``mx`` inside a longer identifier such as ``max_`` or ``mxu`` is
+untouched thanks to the word boundaries).
+
+Usage: ``python tests/compat/rename.py PROGRAM.py [OUT.py]`` (stdout without OUT).
+"""
+import re
+import sys
+
+RULES = [
+    (r"\bimport mxnet as mx\b", "import nets"),
+    (r"\b(?:mx|mxnet)\.gluon\.nn\b", "nets.layers"),
+    (r"\b(?:mx|mxnet)\.gluon\b", "nets"),
+    (r"\b(?:mx|mxnet)\.io\b", "nets.data"),
+    (r"\b(?:mx|mxnet)\.optimizer\b", "nets.optim"),
+    (r"\bmx\.", "nets."),
+    (r"\bmxnet\b", "nets"),
+]
+
+
+def rename(text):
+    """Return ``text`` with the MXNet names replaced by nets' names (rules above)."""
+    for pattern, repl in RULES:
+        text = re.sub(pattern, repl, text)
+    return text
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: rename.py PROGRAM.py [OUT.py]")
+    with open(sys.argv[1]) as f:
+        out = rename(f.read())
+    if len(sys.argv) == 3:
+        with open(sys.argv[2], "w") as f:
+            f.write(out)
+    else:
+        sys.stdout.write(out)
+
+
+if __name__ == "__main__":
+    main()
