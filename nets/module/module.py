@@ -219,7 +219,7 @@ class Module(BaseModule):
             return
         store = store_for(kvstore, False, "init_optimizer")
         batch_size = self._data_shapes[0].shape[0]
-        if store is not None and store.type in DIST_NAMES and "sync" in store.type:
+        if store is not None and store.type in DIST_NAMES and "_sync" in store.type:
             batch_size *= store.num_workers
         specs = self._symbol.attr_dict()
         param_dict = {i: _ParamInfo(n, specs[n].get("lr_mult", 1.0), specs[n].get(
