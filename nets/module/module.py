@@ -161,6 +161,10 @@ class Module(BaseModule):
             warnings.warn("parameters are already initialized; pass force_init=True to "
                           "re-initialize", stacklevel=2)
             return
+        if self._update_on_kvstore:
+            raise NetsError("init_params/set_params: the KVStore given to init_optimizer holds "
+                            "the parameters and would overwrite new values; set them before "
+                            "init_optimizer")
         if aux_params:
             raise NetsError(f"init_params: the symbol has no auxiliary states, got "
                             f"{sorted(aux_params)}")

@@ -366,3 +366,5 @@ def test_module_store_choices_and_prepare_errors():
     with pytest.raises(NetsError, match="names 'w', which is not a parameter"):
         stored.prepare(None, lambda b: {"w": nd.array([0])})
     stored.prepare(None, lambda b: {"bias": nd.array([0])})  # a dense weight: nothing to do
+    with pytest.raises(NetsError, match="holds the parameters"):
+        stored.set_params(plain.get_params()[0])
