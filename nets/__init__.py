@@ -7,7 +7,8 @@ import sys as _sys
 
 from . import (autograd, data, init, layers, loss, metric, module, nd, ndarray, optim, random,
                symbol, test_utils, utils)
-from . import callback, model
+from . import callback, kv, model
+from . import kv as kvstore
 from . import module as mod
 from . import symbol as sym
 from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
@@ -17,11 +18,12 @@ from .trainer import Trainer
 
 _sys.modules[__name__ + ".sym"] = symbol  # `import nets.sym` / `from nets.sym import sparse`
 _sys.modules[__name__ + ".mod"] = module
+_sys.modules[__name__ + ".kvstore"] = kv  # MXNet programs use both mx.kv and mx.kvstore
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
            "autograd", "cpu", "current_context", "data", "gpu", "init", "layers", "loss",
            "metric", "mod", "module", "nd", "ndarray", "num_gpus", "optim", "random", "sym",
-           "symbol", "test_utils", "utils", "callback", "model", "get_num_threads",
+           "symbol", "test_utils", "utils", "callback", "model", "kv", "kvstore", "get_num_threads",
            "set_num_threads"]

@@ -1,9 +1,11 @@
 """``Trainer``: applies an optimizer to a set of parameters (MXNet Gluon's).
 
-The Trainer is local: ``allreduce_grads`` has nothing to reduce on one device.
-Distributed storage (a KVStore with row-sparse push/pull) would plug in as a
-separate layer, never woven into this class. Row-sparse gradients reach the
-optimizer as they are, so a lazy update touches only their rows.
+Without a store the Trainer is local: ``allreduce_grads`` has nothing to reduce on one
+device, and row-sparse gradients reach the optimizer as they are, so a lazy update
+touches only their rows. A KVStore (``nets.kv``) plugs in beside it, by MXNet's rules
+(``Trainer._resolve_store``): either the store updates the weights
+(``update_on_kvstore``: gradients are pushed, weights pulled) or it only sums gradients
+for the Trainer's own update.
 
 Gradients are read through each parameter's gradient slot (``nets.autograd.slot``),
 the same way whatever their storage type: a gradient is fresh once ``backward``
@@ -13,7 +15,9 @@ zeroes gradients (``grad_req='write'`` overwrites them at the next ``backward``,
 """
 from . import autograd, optim
 from .base import NetsError
-from .layers.parameter import Parameter, ParameterDict
+from .kv import DIST_NAMES
+from .kv.training import push_update, reduce_grad, store_for
+from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
 from .optim.states import load_states, save_states
 
 __all__ = ["Trainer", "StaleGradientError"]
@@ -44,16 +48,33 @@ def _as_param_list(params):
 
 
 class Trainer:
-    """``Trainer(params, optimizer, optimizer_params=None)``: ``step(batch_size)`` after
+    """``Trainer(params, optimizer, optimizer_params=None, kvstore=None,
+    compression_params=None, update_on_kvstore=None)``: ``step(batch_size)`` after
     ``backward()`` rescales gradients by ``1/batch_size`` and updates every parameter.
 
     ``optimizer`` is a name (``'sgd'``, ``'adam'``...) created with ``optimizer_params``,
     or an ``Optimizer`` instance. Each parameter's ``lr_mult``/``wd_mult`` apply.
+
+    ``kvstore`` is None (no store), a store type name (``'local'``, ``'device'``) or a
+    ``nets.kv.KVStore``; ``compression_params`` (``{'type': '2bit', 'threshold': t}``) go
+    to the store. Which side updates the weights follows MXNet's table:
+
+    - row_sparse weights: the store (a type name creates it; ``update_on_kvstore=False``
+      raises). Read their rows with ``Parameter.row_sparse_data(row_id)``, which pulls
+      them from the store; ``data()`` holds the rows last pulled, kept up to date by
+      ``step`` for the rows it changed;
+    - dense weights with row_sparse gradients: the Trainer, unless ``update_on_kvstore``
+      says otherwise (a distributed store updates);
+    - dense weights and gradients: the store, unless ``update_on_kvstore=False``.
+
+    A local type name gives a store only when one is needed (row_sparse weights,
+    ``update_on_kvstore=True``, compression): on one device there is nothing to reduce.
+    ``kvstore=None`` never has a store (``update_on_kvstore=True`` raises); row_sparse
+    weights are then updated in place, every row present (MXNet refused this case).
     """
 
-    def __init__(self, params, optimizer, optimizer_params=None, kvstore=None):
-        if kvstore not in (None, "local", "device"):
-            raise NetsError(f"Trainer: kvstore={kvstore!r}; nets' Trainer is local (use None)")
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore=None,
+                 compression_params=None, update_on_kvstore=None):
         self._params = _as_param_list(params)
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, optim.Optimizer):
@@ -68,6 +89,73 @@ class Trainer:
         self._scale = self._optimizer.rescale_grad
         self._states = [None] * len(self._params)
         self._created = [False] * len(self._params)  # (a state may be None: SGD's)
+        self._kvstore, self._update_on_kvstore = self._resolve_store(
+            kvstore, compression_params, update_on_kvstore)
+        self._kv_pending = set(range(len(self._params)))  # parameters the store lacks
+        if self._kvstore is not None:
+            if compression_params is not None:
+                self._kvstore.set_gradient_compression(compression_params)
+            if self._update_on_kvstore:
+                self._kvstore.set_optimizer(self._optimizer)
+                for p in self._params:
+                    if p.stype == "row_sparse":
+                        p._row_source = self._pull_rows
+
+    def _resolve_store(self, kvstore, compression_params, update_on_kvstore):
+        """``(store or None, update_on_kvstore)`` by MXNet's ``Trainer._init_kvstore``."""
+        if update_on_kvstore not in (None, True, False):
+            raise NetsError(f"Trainer: update_on_kvstore={update_on_kvstore!r}; expected None, "
+                            f"True or False")
+        sparse_weight = any(p.stype == "row_sparse" for p in self._params)
+        sparse_grad = any(p.grad_stype == "row_sparse" for p in self._params)
+        store = store_for(kvstore, sparse_weight or update_on_kvstore is True
+                          or compression_params is not None, "Trainer")
+        if store is None:
+            if update_on_kvstore:
+                raise NetsError("Trainer: update_on_kvstore=True needs a kvstore (got "
+                                "kvstore=None)")
+            if compression_params is not None:
+                raise NetsError("Trainer: compression_params need a kvstore (got "
+                                "kvstore=None)")
+            return None, False
+        distributed = store.type in DIST_NAMES
+        if sparse_weight:
+            if update_on_kvstore is False:
+                raise NetsError("Trainer: update_on_kvstore=False is not possible with "
+                                "row_sparse weights: the store holds and updates them")
+            update = True
+        elif sparse_grad:
+            if update_on_kvstore is False and distributed:
+                raise NetsError("Trainer: update_on_kvstore=False is not possible on a "
+                                "distributed store with row_sparse gradients")
+            update = distributed if update_on_kvstore is None else update_on_kvstore
+        else:
+            if update_on_kvstore is False and "async" in store.type:
+                raise NetsError("Trainer: an asynchronous store updates the weights; "
+                                "update_on_kvstore=False is not possible")
+            update = True if update_on_kvstore is None else update_on_kvstore
+        if update and not store.is_capable(store.OPTIMIZER):
+            raise NetsError(f"Trainer: store {store.type!r} cannot run an optimizer; set "
+                            f"update_on_kvstore=False")
+        return store, update
+
+    def _init_store_values(self):
+        """Give the store the initial value of each parameter it lacks (a parameter whose
+        initialization is still deferred joins at a later call)."""
+        for i in sorted(self._kv_pending):
+            try:
+                weight = self._params[i].data()
+            except DeferredInitializationError:
+                continue
+            self._kvstore.init(i, weight)
+            self._kv_pending.discard(i)
+
+    def _pull_rows(self, param, row_id):
+        """Pull rows ``row_id`` of ``param`` from the store into its data
+        (``Parameter.row_sparse_data``)."""
+        self._init_store_values()
+        i = self._params.index(param)
+        self._kvstore.row_sparse_pull(i, out=param.data(), row_ids=row_id)
 
     @property
     def optimizer(self):
@@ -83,12 +171,30 @@ class Trainer:
         self._optimizer.set_learning_rate(lr)
 
     def step(self, batch_size, ignore_stale_grad=False):
-        """``allreduce_grads()`` then ``update(batch_size)``."""
-        self.allreduce_grads()
-        self.update(batch_size, ignore_stale_grad)
+        """``allreduce_grads()`` then ``update(batch_size)``; when the store updates the
+        weights, push each fresh gradient and pull the weight instead."""
+        if not self._update_on_kvstore:
+            self.allreduce_grads()
+            self.update(batch_size, ignore_stale_grad)
+            return
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._init_store_values()
+        for i, weight, slot in self._fresh(ignore_stale_grad):
+            push_update(self._kvstore, i, slot.buffer, weight)
+            slot.fresh = False
 
     def allreduce_grads(self):
-        """Sum gradients across devices: nothing to do on one device."""
+        """Sum gradients through the store (nothing to do without one)."""
+        if self._kvstore is None:
+            return
+        if self._update_on_kvstore:
+            raise NetsError("allreduce_grads() is not possible when the store updates the "
+                            "weights (update_on_kvstore); create the Trainer with "
+                            "update_on_kvstore=False")
+        self._init_store_values()
+        for i, p in enumerate(self._params):
+            if p.grad_req != "null":
+                reduce_grad(self._kvstore, i, p.grad())
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update each parameter with its gradient rescaled by ``1/batch_size``.
@@ -99,6 +205,10 @@ class Trainer:
         it, parameters with stale gradients are skipped. Each update makes the gradient
         it used stale.
         """
+        if self._update_on_kvstore:
+            raise NetsError("update() is not possible when the store updates the weights "
+                            "(update_on_kvstore); use step(), or create the Trainer with "
+                            "update_on_kvstore=False")
         optimizer = self._optimizer
         optimizer.rescale_grad = self._scale / batch_size
         for i, weight, slot in self._fresh(ignore_stale_grad):
@@ -132,10 +242,20 @@ class Trainer:
 
     # -- states -------------------------------------------------------------------------
     def save_states(self, fname):
-        """Save optimizer states (sparse ones stay sparse) and update counters."""
+        """Save optimizer states (sparse ones stay sparse) and update counters; when the
+        store updates the weights, its states (the same file)."""
+        if self._update_on_kvstore:
+            self._init_store_values()
+            self._kvstore.save_optimizer_states(fname)
+            return
         save_states(fname, self._optimizer, [p.name for p in self._params], self._states)
 
     def load_states(self, fname):
-        """Load states saved by ``save_states`` for the same parameters and optimizer."""
+        """Load states saved by ``save_states`` for the same parameters and optimizer
+        (into the store when it updates the weights)."""
+        if self._update_on_kvstore:
+            self._init_store_values()
+            self._kvstore.load_optimizer_states(fname)
+            return
         self._states = load_states(fname, self._optimizer, [p.name for p in self._params])
         self._created = [s is not None for s in self._states]  # None: made at the next step

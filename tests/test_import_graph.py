@@ -34,10 +34,9 @@ FLOORS = (
     ("arrays", ("ndarray/",)),
     ("operators", ("ops/", "serialization.py")),
     ("autograd", ("autograd/", "nd/", "operator.py")),
-    ("models", ("layers/", "optim/", "symbol/", "module/", "loss.py", "init.py", "metric.py",
-                "utils.py")),
+    ("optimization", ("optim/", "kv/")),
+    ("models", ("layers/", "symbol/", "module/", "loss.py", "init.py", "metric.py", "utils.py")),
     ("training", ("trainer.py", "model.py", "callback.py")),
-    ("distributed", ("kv/", "kvstore.py")),
     ("programs", ("data/", "cli.py", "test_utils.py", "__init__.py")),
 )
 

@@ -7,6 +7,7 @@ import nets
 from nets import autograd, nd
 from nets import layers as L
 from nets.test_utils import rand_ndarray
+from nets.base import NetsError
 from nets.trainer import StaleGradientError
 
 
@@ -252,3 +253,188 @@ def test_sparse_linear_regression_reaches_mse_below_one():
             trainer.step(1)
     pred = net(x).asnumpy().reshape(-1)
     assert np.mean((pred - y) ** 2) < 1.0
+
+
+# -- through a KVStore ------------------------------------------------------------------------
+
+def _param(stype="default", grad_stype="default", shape=(10, 1)):
+    x = nets.layers.Parameter("x", shape=shape, stype=stype, grad_stype=grad_stype)
+    x.initialize(init="zeros")
+    return x
+
+
+@pytest.mark.parametrize("make_kv", [lambda: "local", lambda: "device",
+                                     lambda: nets.kv.create("local")])
+@pytest.mark.parametrize("stype, grad_stype, update_on_kvstore, expected", [
+    ("default", "default", True, True),
+    ("default", "default", False, False),
+    ("default", "row_sparse", None, False),
+    ("default", "row_sparse", True, True),
+    ("default", "row_sparse", False, False),
+    ("row_sparse", "row_sparse", None, True),
+    ("row_sparse", "row_sparse", False, NetsError),
+])
+def test_update_on_kvstore_table_and_step_arithmetic(make_kv, stype, grad_stype,
+                                                     update_on_kvstore, expected):
+    """MXNet's ``test_trainer_sparse_kv`` on one device: ``y = w + 1``, so each step
+    subtracts lr * 1 from every element, whichever side updates."""
+    x = _param(stype, grad_stype)
+    if expected is NetsError:
+        with pytest.raises(NetsError, match="update_on_kvstore=False is not possible"):
+            nets.Trainer([x], "sgd", {"learning_rate": 0.1}, kvstore=make_kv(),
+                         update_on_kvstore=update_on_kvstore)
+        return
+    trainer = nets.Trainer([x], "sgd", {"learning_rate": 0.1}, kvstore=make_kv(),
+                           update_on_kvstore=update_on_kvstore)
+    assert trainer._update_on_kvstore is expected
+    all_rows = nd.arange(0, 10, dtype="int64")
+    for step in (1, 2):
+        w = x.data() if stype == "default" else x.row_sparse_data(all_rows)
+        with autograd.record():
+            y = w + 1
+        y.backward()
+        trainer.step(1)
+        updated = x.data() if stype == "default" else x.row_sparse_data(all_rows)
+        np.testing.assert_allclose(updated.asnumpy(), np.full((10, 1), -0.1 * step), rtol=1e-6)
+
+
+def test_a_store_is_made_from_a_name_only_when_needed():
+    dense = _param()
+    assert nets.Trainer([dense], "sgd", kvstore="local")._kvstore is None  # nothing to reduce
+    t = nets.Trainer([dense], "sgd", kvstore="local", update_on_kvstore=True)
+    assert t._kvstore.type == "local"
+    assert nets.Trainer([dense], "sgd", kvstore="local",
+                        compression_params={"type": "2bit", "threshold": 1})._kvstore
+    sparse = _param("row_sparse", "row_sparse")
+    assert nets.Trainer([sparse], "sgd", kvstore="device")._kvstore.type == "device"
+    kv = nets.kv.create()
+    assert nets.Trainer([dense], "sgd", kvstore=kv)._kvstore is kv
+
+
+def test_trainer_store_errors():
+    x = _param()
+    with pytest.raises(NetsError, match="update_on_kvstore=True needs a kvstore"):
+        nets.Trainer([x], "sgd", kvstore=None, update_on_kvstore=True)
+    with pytest.raises(NetsError, match="compression_params need a kvstore"):
+        nets.Trainer([x], "sgd", compression_params={"type": "2bit"})
+    with pytest.raises(NetsError, match=r"nets\[dist\]"):
+        nets.Trainer([x], "sgd", kvstore="dist_sync")
+    with pytest.raises(NetsError, match="unknown store type 'nccl'"):
+        nets.Trainer([x], "sgd", kvstore="nccl")
+    with pytest.raises(NetsError, match="kvstore must be None"):
+        nets.Trainer([x], "sgd", kvstore=3)
+    t = nets.Trainer([x], "sgd", kvstore=nets.kv.create())
+    with pytest.raises(NetsError, match="update_on_kvstore"):
+        t.update(1)
+    with pytest.raises(NetsError, match="update_on_kvstore"):
+        t.allreduce_grads()
+
+
+def _train(net, trainer, batches):
+    for x in batches:
+        _backward(net, x)
+        trainer.step(x.shape[0])
+    return _snapshot(net)
+
+
+def _batches(n=4):
+    return [rand_ndarray((5, 20), "csr", density=0.2) for _ in range(n)]
+
+
+@pytest.mark.parametrize("grad_stype", ["default", "row_sparse"])
+@pytest.mark.parametrize("update_on_kvstore", [True, False])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_through_a_store_equals_training_without_one_bit_for_bit(
+        grad_stype, update_on_kvstore, optimizer):
+    batches = _batches()
+    params = {"learning_rate": 0.1, "wd": 0.01}
+    nets.random.seed(3)
+    plain = _net(grad_stype)
+    nets.random.seed(3)
+    stored = _net(grad_stype)
+    want = _train(plain, nets.Trainer(plain.collect_params(), optimizer, params), batches)
+    trainer = nets.Trainer(stored.collect_params(), optimizer, params,
+                           kvstore=nets.kv.create("local"), update_on_kvstore=update_on_kvstore)
+    got = _train(stored, trainer, batches)
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
+
+
+def _embedding_net():
+    net = L.SparseEmbedding(12, 3)
+    net.initialize(init=nets.init.Normal(0.5))
+    return net
+
+
+def _embedding_step(net, trainer, ids, pull):
+    if pull:  # MXNet's pattern: pull the batch's rows, then forward
+        net.weight.row_sparse_data(ids)
+    with autograd.record():
+        loss = (net(ids) * net(ids)).sum()
+    loss.backward()
+    trainer.step(ids.shape[0])
+
+
+@pytest.mark.parametrize("pull", [False, True])
+def test_row_sparse_weight_on_the_store_trains_like_the_local_trainer(pull):
+    batches = [nd.array(b) for b in ([1, 4, 4, 7], [0, 1, 11], [4, 5, 6, 7])]
+    nets.random.seed(5)
+    plain = _embedding_net()
+    nets.random.seed(5)
+    stored = _embedding_net()
+    t_plain = nets.Trainer(plain.collect_params(), "adam", {"learning_rate": 0.1})
+    t_store = nets.Trainer(stored.collect_params(), "adam", {"learning_rate": 0.1},
+                           kvstore="local")
+    assert t_store._update_on_kvstore
+    for ids in batches:
+        _embedding_step(plain, t_plain, ids, False)
+        _embedding_step(stored, t_store, ids, pull)
+        rows = nd.arange(0, 12, dtype="int64")
+        np.testing.assert_array_equal(stored.weight.row_sparse_data(rows).asnumpy(),
+                                      plain.weight.data().asnumpy())
+
+
+class _Linear:
+    """``dot(x, w) + b`` over parameters of fixed names, so that two instances share a
+    states file."""
+
+    def __init__(self, values=None):
+        self.params = [nets.layers.Parameter("w", shape=(20, 3), grad_stype="row_sparse"),
+                       nets.layers.Parameter("b", shape=(3,))]
+        for p, v in zip(self.params, values or [None, None]):
+            p.initialize(init=nets.init.Normal(0.3))
+            if v is not None:
+                p.set_data(nd.array(v))
+
+    def train(self, trainer, batches):
+        w, b = self.params
+        for x in batches:
+            with autograd.record():
+                out = nd.dot(x, w.data()) + b.data()
+                loss = out * out
+            loss.backward()
+            trainer.step(x.shape[0])
+        return [p.data().asnumpy().copy() for p in self.params]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_states_saved_through_the_store_load_into_a_plain_trainer(tmp_path, optimizer):
+    batches = _batches(6)
+    params = {"learning_rate": 0.05}
+    if optimizer == "sgd":
+        params["momentum"] = 0.9
+    stored = _Linear()
+    t_store = nets.Trainer(stored.params, optimizer, params, kvstore=nets.kv.create(),
+                           update_on_kvstore=True)
+    stored.train(t_store, batches[:3])
+    t_store.save_states(str(tmp_path / "s.npz"))
+    plain = _Linear([p.data().asnumpy() for p in stored.params])
+    t_plain = nets.Trainer(plain.params, optimizer, params)
+    t_plain.load_states(str(tmp_path / "s.npz"))
+    for a, b in zip(stored.train(t_store, batches[3:]), plain.train(t_plain, batches[3:])):
+        np.testing.assert_array_equal(a, b)
+    # and back: the plain Trainer's file loads into the store
+    t_plain.save_states(str(tmp_path / "p.npz"))
+    t_store.load_states(str(tmp_path / "p.npz"))
+    for a, b in zip(stored.train(t_store, batches[:2]), plain.train(t_plain, batches[:2])):
+        np.testing.assert_array_equal(a, b)

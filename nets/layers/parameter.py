@@ -60,6 +60,9 @@ class Parameter:
         self._grad_req = self._check_grad_req(grad_req if differentiable else "null")
         self._data = None
         self._deferred = None  # (initializer, ctx) waiting for a known shape
+        # set by a Trainer whose KVStore holds this row_sparse weight: (param, row_id) pulls
+        # those rows from the store into the data
+        self._row_source = None
 
     @staticmethod
     def _as_shape(shape):
@@ -189,11 +192,19 @@ class Parameter:
         return [self._data.context]
 
     def row_sparse_data(self, row_id):
-        """The rows ``row_id`` of a row_sparse parameter, as a row_sparse array."""
+        """The rows ``row_id`` of a row_sparse parameter, as a row_sparse array.
+
+        When a Trainer keeps the weight on a KVStore, the rows are pulled from the store
+        into the parameter's data, which then holds exactly those rows and is returned
+        (MXNet's); otherwise they are selected from the data, which holds every row."""
         self._check_initialized()
         if self.stype != "row_sparse":
             raise NetsError(f"row_sparse_data() needs a row_sparse Parameter; {self.name!r} "
                             f"has stype={self.stype!r}: use data()")
+        if self._row_source is not None:
+            with autograd.pause():
+                self._row_source(self, row_id)
+            return self._data
         from ..ops import retain
         return retain(self._data, row_id)
 

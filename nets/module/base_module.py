@@ -40,9 +40,9 @@ class BaseModule:
         self.params_initialized = self.optimizer_initialized = False
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Get the module ready for ``data_batch``. MXNet pulls here the rows of
-        row_sparse weights the batch needs from a distributed KVStore; a nets module
-        keeps its parameters locally, every row present, so there is nothing to do."""
+        """Get the module ready for ``data_batch``: a module whose row_sparse weights live
+        in a KVStore pulls the rows ``sparse_row_id_fn(data_batch)`` names (``Module``);
+        a module holding every row has nothing to do."""
 
     def forward_backward(self, data_batch):
         """``forward(data_batch, is_train=True)`` then ``backward()``."""
@@ -99,7 +99,8 @@ class BaseModule:
         """Train for epochs ``begin_epoch .. num_epoch - 1``: bind to ``train_data``'s
         shapes, initialize parameters (``initializer``, default ``Uniform(0.01)``, or
         ``arg_params``) and the optimizer, then per batch ``prepare``, ``forward_backward``,
-        ``update`` and ``update_metric``. A tqdm bar shows each epoch's progress and metric
+        ``update`` and ``update_metric`` (``kvstore`` as ``init_optimizer`` takes it; with
+        a store, ``sparse_row_id_fn`` tells ``prepare`` each batch's rows). A tqdm bar shows each epoch's progress and metric
         (``progress_bar=False`` hides it); each epoch's training metric, time and
         validation score (on ``eval_data`` with ``validation_metric``) are logged to the
         ``nets.module`` logger. ``epoch_end_callback(epoch, symbol, arg_params,

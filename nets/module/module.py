@@ -18,6 +18,9 @@ from .. import init as init_mod
 from .. import optim
 from ..base import NetsError, current_context
 from ..batch import DataDesc
+from ..kv import DIST_NAMES
+from ..kv.training import push_update, store_for
+from ..ndarray.creation import arange
 from ..optim.states import load_states, save_states
 from ..symbol import Symbol
 from ..symbol.checkpoint import load_checkpoint, save_checkpoint
@@ -86,6 +89,7 @@ class Module(BaseModule):
         self._param_names = [n for n in args if n not in inputs]
         self._fixed = set(fixed_param_names or ())
         self._exec = self._optimizer = self._preload = None
+        self._kvstore, self._update_on_kvstore = None, False
         self._states = {}
         self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
@@ -157,6 +161,10 @@ class Module(BaseModule):
             warnings.warn("parameters are already initialized; pass force_init=True to "
                           "re-initialize", stacklevel=2)
             return
+        if self._update_on_kvstore:
+            raise NetsError("init_params/set_params: the KVStore given to init_optimizer holds "
+                            "the parameters and would overwrite new values; set them before "
+                            "init_optimizer")
         if aux_params:
             raise NetsError(f"init_params: the symbol has no auxiliary states, got "
                             f"{sorted(aux_params)}")
@@ -185,28 +193,45 @@ class Module(BaseModule):
     def get_params(self):
         """``(arg_params, aux_params)``: copies of the parameters by name (aux is empty)."""
         self._need("params_initialized", "get_params()")
-        return {n: self._exec.arg_dict[n].copy() for n in self._param_names}, {}
+        return {n: self._param_value(i, n) for i, n in enumerate(self._param_names)}, {}
+
+    def _param_value(self, i, name):
+        """A copy of parameter ``name``: a row_sparse weight that the store updates holds
+        only the rows last pulled, so its every row comes from the store."""
+        arr = self._exec.arg_dict[name]
+        if not (self._update_on_kvstore and arr.stype == "row_sparse"):
+            return arr.copy()
+        out = arr.copy()
+        self._kvstore.row_sparse_pull(i, out=out, row_ids=arange(arr.shape[0], dtype="int64"))
+        return out
 
     def init_optimizer(self, kvstore="local", optimizer="sgd",
                        optimizer_params=(("learning_rate", 0.01),), force_init=False):
         """Create the optimizer: a name with ``optimizer_params`` (``rescale_grad``
         defaults to 1 / batch size, as in MXNet) or an ``Optimizer`` instance. Each
-        parameter's variable ``lr_mult``/``wd_mult`` apply."""
+        parameter's variable ``lr_mult``/``wd_mult`` apply.
+
+        ``kvstore``: None or a local type name (``'local'``, ``'device'``) update the
+        parameters here (one device: nothing to reduce); a ``nets.kv.KVStore`` holds them
+        and runs the optimizer (MXNet's ``update_on_kvstore``): dense weights are pulled
+        after each ``update``, the rows of row_sparse ones by ``prepare``."""
         self._need("binded", "init_optimizer()")
         self._need("params_initialized", "init_optimizer()")
         if self.optimizer_initialized and not force_init:
             warnings.warn("the optimizer is already initialized; pass force_init=True to "
                           "replace it", stacklevel=2)
             return
-        if kvstore not in (None, "local", "device"):
-            raise NetsError(f"init_optimizer: kvstore={kvstore!r}; a nets Module is local")
+        store = store_for(kvstore, False, "init_optimizer")
+        batch_size = self._data_shapes[0].shape[0]
+        if store is not None and store.type in DIST_NAMES and "_sync" in store.type:
+            batch_size *= store.num_workers
         specs = self._symbol.attr_dict()
         param_dict = {i: _ParamInfo(n, specs[n].get("lr_mult", 1.0), specs[n].get(
             "wd_mult", 1.0 if n.endswith(("_weight", "_gamma")) else 0.0))
                       for i, n in enumerate(self._param_names)}
         if isinstance(optimizer, str):
             kwargs = dict(optimizer_params or ())
-            kwargs.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
+            kwargs.setdefault("rescale_grad", 1.0 / batch_size)
             optimizer = optim.create(optimizer, param_dict=param_dict, **kwargs)
         elif isinstance(optimizer, optim.Optimizer):
             if not optimizer.param_dict:
@@ -215,20 +240,51 @@ class Module(BaseModule):
             raise TypeError(f"init_optimizer: optimizer must be a name or a "
                             f"nets.optim.Optimizer, got {type(optimizer).__name__}")
         self._optimizer, self._states = optimizer, {}
+        self._kvstore, self._update_on_kvstore = store, store is not None
+        if store is not None:
+            store.set_optimizer(optimizer)
+            for i, n in enumerate(self._param_names):
+                store.init(i, self._exec.arg_dict[n])
         self.optimizer_initialized = True
         if self._preload_states is not None:
             self.load_optimizer_states(self._preload_states)
             self._preload_states = None
 
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Pull from the store the rows of row_sparse weights that ``data_batch`` needs:
+        ``sparse_row_id_fn(data_batch)`` returns ``{parameter name: row ids}``. Without a
+        store that updates the weights every row is present, and there is nothing to do."""
+        self._need("binded", "prepare()")
+        if sparse_row_id_fn is None or not self._update_on_kvstore:
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        if not isinstance(row_ids, dict):
+            raise NetsError(f"prepare: sparse_row_id_fn must return a dict {{parameter name: "
+                            f"row ids}}, got {type(row_ids).__name__}")
+        for name, ids in row_ids.items():
+            if name not in self._param_names:
+                raise NetsError(f"prepare: sparse_row_id_fn names {name!r}, which is not a "
+                                f"parameter of the module {self._param_names}")
+            weight = self._exec.arg_dict[name]
+            if weight.stype == "row_sparse":
+                self._kvstore.row_sparse_pull(self._param_names.index(name), out=weight,
+                                              row_ids=ids)
+
     def save_optimizer_states(self, fname):
         """Save the optimizer's states and counters (sparse states stay sparse)."""
         self._need("optimizer_initialized", "save_optimizer_states()")
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+            return
         save_states(fname, self._optimizer, self._param_names,
                     [self._states.get(i) for i in range(len(self._param_names))])
 
     def load_optimizer_states(self, fname):
         """Load states written by ``save_optimizer_states`` (same parameters, optimizer)."""
         self._need("optimizer_initialized", "load_optimizer_states()")
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            return
         states = load_states(fname, self._optimizer, self._param_names)
         self._states = {i: st for i, st in enumerate(states) if st is not None}
 
@@ -272,6 +328,9 @@ class Module(BaseModule):
             if grad is None:
                 continue
             weight = exe.arg_dict[n]
+            if self._update_on_kvstore:  # the store runs the optimizer
+                push_update(self._kvstore, i, grad, weight)
+                continue
             if i not in self._states:
                 self._states[i] = opt.create_state_multi_precision(i, weight)
             opt.update_multi_precision(i, weight, grad, self._states[i])

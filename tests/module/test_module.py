@@ -253,3 +253,118 @@ def test_dense_weight_of_a_csr_product_is_updated_lazily_and_biases_are_not_deca
     assert np.array_equal(params["lin_weight"].asnumpy()[absent], w0[absent])
     momentum = mod._states[mod._param_names.index("lin_weight")].asnumpy()
     assert np.all(momentum[absent] == 0) and np.all(momentum[touched] != 0)
+
+
+# -- through a KVStore ------------------------------------------------------------------------
+
+def _sparse_batches(n=5, features=30, batch=4, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        x = nets.test_utils.rand_ndarray((batch, features), "csr", density=0.15)
+        y = nd.array(rng.standard_normal((batch, 1)))
+        out.append(nets.data.DataBatch([x], [y]))
+    return out
+
+
+def _regression_module(kvstore, optimizer="adam", features=30, batch=4):
+    lro, _ = _linear_regression(features)
+    mod = nets.mod.Module(lro, label_names=["label"])
+    mod.bind(data_shapes=[("data", (batch, features))], label_shapes=[("label", (batch, 1))])
+    rng = np.random.default_rng(1)
+    mod.init_params(arg_params={
+        "weight": nd.array(rng.standard_normal((features, 1))).tostype("row_sparse"),
+        "bias": nd.array([0.5])})
+    mod.init_optimizer(kvstore=kvstore, optimizer=optimizer,
+                       optimizer_params={"learning_rate": 0.1, "wd": 0.01})
+    return mod
+
+
+def _batch_rows(batch):
+    return {"weight": batch.data[0].indices}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_module_on_a_store_with_prepare_trains_like_a_module_without(optimizer):
+    plain = _regression_module(None, optimizer)
+    stored = _regression_module(nets.kv.create("local"), optimizer)
+    assert plain._kvstore is None and stored._update_on_kvstore
+    for batch in _sparse_batches():
+        stored.prepare(batch, sparse_row_id_fn=_batch_rows)
+        held = stored._exec.arg_dict["weight"]  # MXNet's: only the batch's rows
+        np.testing.assert_array_equal(held.indices.asnumpy(),
+                                      np.unique(batch.data[0].indices.asnumpy()))
+        for mod in (plain, stored):
+            mod.forward_backward(batch)
+            mod.update()
+        np.testing.assert_array_equal(stored.get_outputs()[0].asnumpy(),
+                                      plain.get_outputs()[0].asnumpy())
+    want, got = plain.get_params()[0], stored.get_params()[0]  # every row, from the store
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(got[name].asnumpy(), want[name].asnumpy())
+    all_rows = nd.arange(0, 30, dtype="int64")
+    stored.prepare(None, lambda batch: {"weight": all_rows})
+    np.testing.assert_array_equal(stored._exec.arg_dict["weight"].asnumpy(),
+                                  want["weight"].asnumpy())
+
+
+def test_fit_through_a_store_without_row_ids_keeps_every_row_current():
+    batches = _sparse_batches(4)
+    data = nd.sparse.csr_matrix(np.concatenate([b.data[0].asnumpy() for b in batches]))
+    label = nd.array(np.concatenate([b.label[0].asnumpy() for b in batches]))
+    rng = np.random.default_rng(1)
+    start = {"weight": nd.array(rng.standard_normal((30, 1))).tostype("row_sparse"),
+             "bias": nd.array([0.5])}
+    results = []
+    for kvstore in (None, nets.kv.create()):
+        it = nets.data.NDArrayIter(data, label, batch_size=4, label_name="label")
+        mod = nets.mod.Module(_linear_regression(30)[0], label_names=["label"])
+        mod.fit(it, num_epoch=2, kvstore=kvstore, optimizer="sgd", arg_params=start,
+                optimizer_params={"learning_rate": 0.1}, eval_metric="mse",
+                progress_bar=False)
+        assert (mod._kvstore is None) == (kvstore is None)
+        results.append(mod.get_params()[0])
+    assert not np.array_equal(results[0]["weight"].asnumpy(), start["weight"].asnumpy())
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(results[0][name].asnumpy(), results[1][name].asnumpy())
+
+
+def test_module_optimizer_states_saved_through_the_store_continue_in_a_plain_module(tmp_path):
+    batches = _sparse_batches(6)
+    stored = _regression_module(nets.kv.create())
+    for batch in batches[:3]:
+        stored.prepare(batch, _batch_rows)
+        stored.forward_backward(batch)
+        stored.update()
+    path = str(tmp_path / "states.npz")
+    stored.save_optimizer_states(path)
+    plain = _regression_module(None)
+    plain.set_params(stored.get_params()[0])
+    plain.load_optimizer_states(path)
+    for batch in batches[3:]:
+        stored.prepare(batch, _batch_rows)
+        for mod in (plain, stored):
+            mod.forward_backward(batch)
+            mod.update()
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(stored.get_params()[0][name].asnumpy(),
+                                      plain.get_params()[0][name].asnumpy())
+
+
+def test_module_store_choices_and_prepare_errors():
+    assert _regression_module("local")._kvstore is None  # one device: nothing to reduce
+    assert _regression_module("device")._kvstore is None
+    with pytest.raises(NetsError, match=r"nets\[dist\]"):
+        _regression_module("dist_sync")
+    with pytest.raises(NetsError, match="unknown store type"):
+        _regression_module("nccl")
+    plain = _regression_module(None)
+    plain.prepare(None, lambda b: 1 / 0)  # nothing to pull: the function is not called
+    stored = _regression_module(nets.kv.create())
+    with pytest.raises(NetsError, match="must return a dict"):
+        stored.prepare(None, lambda b: [1])
+    with pytest.raises(NetsError, match="names 'w', which is not a parameter"):
+        stored.prepare(None, lambda b: {"w": nd.array([0])})
+    stored.prepare(None, lambda b: {"bias": nd.array([0])})  # a dense weight: nothing to do
+    with pytest.raises(NetsError, match="holds the parameters"):
+        stored.set_params(plain.get_params()[0])

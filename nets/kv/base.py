@@ -1,0 +1,243 @@
+"""``KVStore``: the API every store implements (MXNet 1.9.1's ``mx.kv.KVStore``), the
+backend registry and ``create``.
+
+The base class turns the API's calling conventions - one key or a list of keys, one array
+or a list of arrays per key (MXNet's values of several devices), int or str keys - into
+lists of ``(key, [arrays])`` pairs checked once, and hands them to the backend's four
+primitives: ``_init``, ``_push``, ``_pull`` and ``_pull_rows``. A backend (the local store,
+later the Ray one) implements those and the optimizer methods.
+"""
+import numbers
+
+from ..base import NetsError
+from ..ndarray.dense import NDArray
+
+__all__ = ["KVStore", "KVStoreBase", "create", "register", "DIST_NAMES"]
+
+# MXNet's distributed store names: they need the Ray backend (``pip install nets[dist]``).
+DIST_NAMES = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync",
+              "dist_async_device", "dist_device_async")
+
+_REGISTRY = {}
+
+
+def register(klass):
+    """Register a ``KVStore`` subclass under each name in its ``names`` (a class decorator).
+
+    ``create(name)`` then makes ``klass(name)``; a backend registering a name another
+    class holds replaces it."""
+    if not (isinstance(klass, type) and issubclass(klass, KVStore)) or not klass.names:
+        raise NetsError(f"register needs a KVStore subclass with store names, got {klass!r}")
+    for name in klass.names:
+        _REGISTRY[name] = klass
+    return klass
+
+
+def create(name="local"):
+    """A new store of type ``name`` (``'local'``, ``'device'``, ...)."""
+    if not isinstance(name, str):
+        raise NetsError(f"kv.create: name must be a string, got {type(name).__name__}")
+    klass = _REGISTRY.get(name)
+    if klass is not None:
+        return klass(name)
+    if name in DIST_NAMES:
+        raise NetsError(f"kv.create({name!r}): distributed stores need the nets[dist] extra "
+                        f"(Ray) and are not available yet in this version of nets; use "
+                        f"'local' on one machine")
+    raise NetsError(f"kv.create: unknown store type {name!r}; valid types: "
+                    f"{sorted(_REGISTRY)} (distributed, not available yet: {list(DIST_NAMES)})")
+
+
+def _is_key(key):
+    return isinstance(key, str) or (isinstance(key, numbers.Integral)
+                                    and not isinstance(key, bool))
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class KVStore:
+    """A key-value store of arrays (MXNet's ``KVStore``); make one with ``nets.kv.create``.
+
+    Keys are ints or strs (one kind per store). ``value``/``out`` arguments take, for one
+    key, an array or a list of arrays (summed by ``push``, each filled by ``pull``) and, for
+    a list of keys, a list with one such entry per key.
+    """
+
+    names = ()  # the store types a subclass serves (see ``register``)
+    OPTIMIZER = "optimizer"
+
+    def __init__(self, name):
+        self._type = name
+        self._key_kind = None  # int or str, fixed by the first key the store sees
+
+    # -- description ---------------------------------------------------------------------
+    @property
+    def type(self):
+        """The store type given to ``create``."""
+        return self._type
+
+    @property
+    def rank(self):
+        """This worker's rank among ``num_workers`` (0 for a local store)."""
+        return 0
+
+    @property
+    def num_workers(self):
+        """How many workers share the store (1 for a local store)."""
+        return 1
+
+    def barrier(self):
+        """Wait until every worker reaches this call (immediate for a local store)."""
+
+    _barrier = barrier
+
+    def is_capable(self, capability):
+        """Whether the store supports ``capability`` (``KVStore.OPTIMIZER``)."""
+        if capability != self.OPTIMIZER:
+            raise NetsError(f"is_capable: unknown capability {capability!r}; known: "
+                            f"{[self.OPTIMIZER]}")
+        return True
+
+    def __repr__(self):
+        return f"<{type(self).__name__} type={self._type!r}>"
+
+    # -- argument conventions --------------------------------------------------------------
+    def _check_key(self, key, what):
+        if not _is_key(key):
+            raise NetsError(f"{what}: keys are ints or strs, got {key!r} "
+                            f"({type(key).__name__})")
+        kind = str if isinstance(key, str) else int
+        if self._key_kind is None:
+            self._key_kind = kind
+        elif kind is not self._key_kind:
+            raise NetsError(f"{what}: key {key!r} is {'a str' if kind is str else 'an int'}, but "
+                            f"this store's keys are {self._key_kind.__name__}s (int and str "
+                            f"keys are never mixed)")
+        return key if kind is str else int(key)
+
+    def _pairs(self, key, value, what, arg="value"):
+        """``[(key, [arrays])]`` from one key and its array(s), or lists of both."""
+        if isinstance(key, (list, tuple)):
+            if not isinstance(value, (list, tuple)) or len(value) != len(key):
+                got = len(value) if isinstance(value, (list, tuple)) else type(value).__name__
+                raise NetsError(f"{what}: {len(key)} keys need a list of {len(key)} {arg}s "
+                                f"(one per key), got {got}")
+            keys, values = list(key), list(value)
+        else:
+            keys, values = [key], [value]
+        out = []
+        for k, v in zip(keys, values):
+            k = self._check_key(k, what)
+            arrays = _as_list(v)
+            if not arrays:
+                raise NetsError(f"{what}: key {k!r} has an empty list of {arg}s")
+            for a in arrays:
+                if not isinstance(a, NDArray):
+                    raise NetsError(f"{what}: {arg} for key {k!r} must be a nets NDArray, got "
+                                    f"{type(a).__name__}")
+            out.append((k, arrays))
+        return out
+
+    # -- the API ---------------------------------------------------------------------------
+    def init(self, key, value):
+        """Store a copy of ``value`` under ``key`` (once per key)."""
+        pairs = self._pairs(key, value, "init")
+        for k, arrays in pairs:
+            if len(arrays) != 1:
+                raise NetsError(f"init: key {k!r} takes one value, got {len(arrays)}")
+        self._init([(k, arrays[0]) for k, arrays in pairs])
+
+    def broadcast(self, key, value, out, priority=0):
+        """``init(key, value)`` then ``pull(key, out)``."""
+        self.init(key, value)
+        self.pull(key, out=out, priority=priority)
+
+    def push(self, key, value, priority=0):
+        """Push ``value`` to ``key``: the arrays given for one key are summed (row_sparse
+        ones over the union of their rows) and the sum either replaces the held value or,
+        with an optimizer or updater set, updates it. ``priority`` is accepted and unused
+        (a local store runs each call at once)."""
+        self._push(self._pairs(key, value, "push"))
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the value of ``key`` into each array of ``out`` (keeping their storage type).
+        With ``ignore_sparse`` a row_sparse ``out`` is left unchanged (with a warning, once
+        per key): pull rows with ``row_sparse_pull``."""
+        if out is None:
+            raise NetsError("pull: out is required")
+        self._pull(self._pairs(key, out, "pull", "out"), ignore_sparse)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """``push(key, value)`` then ``pull(key, out)``; ``out=None`` pulls into ``value``."""
+        self.push(key, value, priority)
+        self.pull(key, out=value if out is None else out, priority=priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Pull the rows ``row_ids`` of ``key`` into each row_sparse array of ``out``.
+
+        ``row_ids`` are integer (or whole-number) arrays of any shape; order and duplicates
+        do not matter: each ``out`` becomes row_sparse holding the sorted unique rows (those
+        of a row_sparse value that it does not hold stay absent). Give one ``row_ids``
+        array per ``out`` array, or one for all the arrays of a key."""
+        if out is None or row_ids is None:
+            raise NetsError("row_sparse_pull: out and row_ids are required")
+        pairs = self._pairs(key, out, "row_sparse_pull", "out")
+        ids = row_ids if isinstance(key, (list, tuple)) else [row_ids]
+        if not isinstance(ids, (list, tuple)) or len(ids) != len(pairs):
+            raise NetsError(f"row_sparse_pull: {len(pairs)} keys need a list of {len(pairs)} "
+                            f"row_ids entries")
+        work = []
+        for (k, outs), k_ids in zip(pairs, ids):
+            k_ids = _as_list(k_ids)
+            if len(k_ids) == 1:
+                k_ids = k_ids * len(outs)
+            if len(k_ids) != len(outs):
+                raise NetsError(f"row_sparse_pull: key {k!r} has {len(outs)} out arrays but "
+                                f"{len(k_ids)} row_ids arrays")
+            for o, r in zip(outs, k_ids):
+                if o.stype != "row_sparse":
+                    raise NetsError(f"row_sparse_pull: out for key {k!r} must be row_sparse, "
+                                    f"got {o.stype} (use pull for dense arrays)")
+                if not isinstance(r, NDArray) or r.stype != "default":
+                    raise NetsError(f"row_sparse_pull: row_ids for key {k!r} must be a dense "
+                                    f"NDArray, got {getattr(r, 'stype', type(r).__name__)}")
+                work.append((k, o, r))
+        self._pull_rows(work)
+
+    # -- what a backend implements -----------------------------------------------------------
+    def _init(self, pairs):
+        """Store a copy of each ``(key, array)``."""
+        raise NotImplementedError
+
+    def _push(self, pairs):
+        """Reduce and apply each ``(key, [arrays])``."""
+        raise NotImplementedError
+
+    def _pull(self, pairs, ignore_sparse):
+        """Fill each array of each ``(key, [outs])`` with the key's value."""
+        raise NotImplementedError
+
+    def _pull_rows(self, triples):
+        """Fill each row_sparse ``out`` of ``(key, out, row_ids)`` with those rows."""
+        raise NotImplementedError
+
+    def set_optimizer(self, optimizer):
+        """Apply ``optimizer`` (a ``nets.optim.Optimizer``) to each key's value at a push."""
+        raise NotImplementedError
+
+    def set_gradient_compression(self, compression_params):
+        """Compress pushed gradients: ``{'type': '2bit', 'threshold': t}``."""
+        raise NotImplementedError
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Save the optimizer states of the store's keys."""
+        raise NotImplementedError
+
+    def load_optimizer_states(self, fname):
+        """Load states written by ``save_optimizer_states``."""
+        raise NotImplementedError
+
+
+KVStoreBase = KVStore  # MXNet 1.9's name of the base class

@@ -1,0 +1,130 @@
+"""``LocalKVStore``: the in-process store (MXNet's ``'local'``; ``'device'`` and the other
+single-machine names are the same store here: one process, CPU arrays).
+
+The store keeps its own copy of each key's value: ``init`` copies in, ``pull`` copies
+out, so arrays outside the store change only when pulled into.
+"""
+import warnings
+
+import numpy as np
+
+from ..base import NetsError
+from ..ndarray.dense import NDArray
+from ..ops import add_n, retain
+from ..ops.sparse_ops import as_row_ids
+from .base import KVStore, register
+from .compression import from_params
+from .updater import Updater
+
+__all__ = ["LocalKVStore"]
+
+
+@register
+class LocalKVStore(KVStore):
+    """The in-process store: ``nets.kv.create('local')``."""
+
+    names = ("local", "device", "local_update_cpu", "local_allreduce_cpu",
+             "local_allreduce_device")
+
+    def __init__(self, name="local"):
+        super().__init__(name)
+        self._values = {}
+        self._updater = None
+        self._compression = None
+        self._warned = set()  # keys whose ignored row_sparse pull was reported
+
+    def _value(self, key, what):
+        value = self._values.get(key)
+        if value is None:
+            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
+                            f"init({key!r}, value) first")
+        return value
+
+    @staticmethod
+    def _check_shape(key, array, value, what, arg):
+        if tuple(array.shape) != tuple(value.shape):
+            raise NetsError(f"{what}: {arg} for key {key!r} has shape {tuple(array.shape)}, "
+                            f"the key's value {tuple(value.shape)}")
+
+    # -- primitives -------------------------------------------------------------------------
+    def _init(self, pairs):
+        for key, array in pairs:
+            if key in self._values:
+                raise NetsError(f"init: key {key!r} is already initialized")
+            if array.stype not in ("default", "row_sparse"):
+                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
+                                f"dense or row_sparse values")
+        for key, array in pairs:
+            self._values[key] = array.copy()
+
+    def _push(self, pairs):
+        for key, arrays in pairs:
+            value = self._value(key, "push")
+            for a in arrays:
+                self._check_shape(key, a, value, "push", "value")
+                if a.stype not in ("default", "row_sparse"):
+                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
+                                    f"row_sparse arrays")
+        for key, arrays in pairs:
+            if self._compression is not None:
+                arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
+            merged = arrays[0] if len(arrays) == 1 else add_n(*arrays)
+            if self._updater is not None:
+                self._updater(key, merged, self._values[key])
+            else:  # the sum replaces the value, in the sum's storage type (MXNet's)
+                self._values[key] = merged.copy() if len(arrays) == 1 else merged
+
+    def _pull(self, pairs, ignore_sparse):
+        for key, outs in pairs:
+            value = self._value(key, "pull")
+            for o in outs:
+                self._check_shape(key, o, value, "pull", "out")
+        for key, outs in pairs:
+            for o in outs:
+                if o.stype == "row_sparse" and ignore_sparse:
+                    if key not in self._warned:
+                        self._warned.add(key)
+                        warnings.warn(f"pull: key {key!r}: a row_sparse out is left unchanged "
+                                      f"(ignore_sparse=True); use row_sparse_pull, or "
+                                      f"Module.prepare with sparse_row_id_fn", stacklevel=3)
+                    continue
+                o[:] = self._values[key]
+
+    def _pull_rows(self, triples):
+        for key, out, row_ids in triples:
+            self._check_shape(key, out, self._value(key, "row_sparse_pull"), "row_sparse_pull",
+                              "out")
+        for key, out, row_ids in triples:
+            value = self._values[key]
+            rows = np.unique(as_row_ids(row_ids.asnumpy(), value.shape[0], "row_sparse_pull",
+                                        "row_ids"))
+            out._assign(retain(value, NDArray(rows)))
+
+    # -- optimizer and compression -------------------------------------------------------------
+    def set_optimizer(self, optimizer):
+        self._set_updater(Updater(optimizer))
+
+    def _set_updater(self, updater):
+        """Apply ``updater(key, pushed_sum, value)`` at each push instead of replacing the
+        value (the value is the store's array: the updater changes it in place)."""
+        if not callable(updater):
+            raise NetsError(f"_set_updater: expected a callable, got {type(updater).__name__}")
+        self._updater = updater
+
+    def set_gradient_compression(self, compression_params):
+        self._compression = from_params(compression_params)
+
+    def _optimizer_updater(self, what):
+        if not isinstance(self._updater, Updater):
+            raise NetsError(f"{what}: the store has no optimizer; call set_optimizer first")
+        return self._updater
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the optimizer states of every key to ``fname`` - the file
+        ``Trainer.save_states`` writes (keys 0 .. n-1 are the parameters in order, named by
+        the optimizer's ``param_dict``). The optimizer itself is not stored
+        (``dump_optimizer`` is accepted for MXNet's signature): the loading side brings it."""
+        self._optimizer_updater("save_optimizer_states").save(fname, list(self._values))
+
+    def load_optimizer_states(self, fname):
+        self._optimizer_updater("load_optimizer_states").load(fname, list(self._values))
