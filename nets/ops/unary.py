@@ -30,6 +30,7 @@ and the gradient holds inf where the input stores nothing.
 import numbers
 
 import numpy as np
+from scipy import special
 
 from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
 from ..base import RECORDER, NetsError
@@ -203,6 +204,7 @@ def _clip(x, a_min, a_max):
 
 
 _LN10, _LN2, _DEG = np.log(10), np.log(2), 180 / np.pi
+_ERF_SLOPE, _ERFINV_SLOPE = 2 / np.sqrt(np.pi), np.sqrt(np.pi) / 2
 
 _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), None: zero)
     ("negative", np.negative, "-x", -1),
@@ -245,6 +247,11 @@ _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), No
     ("arcsinh", np.arcsinh, "inverse hyperbolic sine", lambda x, y: nd.rsqrt(x * x + 1)),
     ("arccosh", np.arccosh, "inverse hyperbolic cosine", lambda x, y: nd.rsqrt(x * x - 1)),
     ("arctanh", np.arctanh, "inverse hyperbolic tangent", lambda x, y: 1 / (1 - x * x)),
+    ("erf", special.erf, "the Gauss error function",
+     lambda x, y: _ERF_SLOPE * nd.exp(-x * x)),
+    ("erfinv", special.erfinv, "the inverse error function (nan outside [-1, 1], +-inf at "
+     "+-1)", lambda x, y: _ERFINV_SLOPE * nd.exp(y * y)),
+    ("logical_not", lambda x: x == 0, "1 where x is 0, else 0 (in x's dtype)", None),
     ("degrees", np.degrees, "radians converted to degrees", _DEG),
     ("radians", np.radians, "degrees converted to radians", 1 / _DEG),
 )
