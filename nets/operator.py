@@ -24,11 +24,12 @@ and calls ``forward(is_train, req=['write', ...], in_data, out_data, aux=[])``. 
 calls ``backward(req, out_grad, in_data, out_data, in_grad, aux=[])`` on the operator
 instance that ran the forward (state it kept is there), with zeros allocated for each
 ``in_grad`` in its declared storage type and ``req`` 'write' for each input that wants a
-gradient, 'null' for the others (integer labels, constants). ``out_grad`` holds the
-gradient that reached each output: the head gradient (ones by default) for a loss
-operator declaring ``need_top_grad=False``, which ignores it. Recording is off while user
-code runs, so the operators it calls are not differentiated through. Auxiliary states are
-not supported (``list_auxiliary_states`` must return ``[]``).
+gradient, 'null' for the others (integer labels, constants). ``out_grad``, ``in_data`` and
+``out_data`` hold the arrays ``declare_backward_dependency`` names and None for the others
+(MXNet passes empty arrays there): by default every input and output, and the output
+gradients only when ``need_top_grad`` (a loss operator declares ``need_top_grad=False``).
+Recording is off while user code runs, so the operators it calls are not differentiated
+through. Auxiliary states are not supported (``list_auxiliary_states`` must return ``[]``).
 
 An exception raised by user code (the Prop's constructor or methods, ``forward``,
 ``backward``) surfaces as ``NetsError`` naming the ``op_type`` and the method, chained to
@@ -122,8 +123,9 @@ class CustomOpProp:
         return []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        """The ids of the arrays backward reads (MXNet uses it to free memory early; nets
-        keeps every array a recorded node holds, and asks only ``need_top_grad_``)."""
+        """The ids (from the given lists of ids) of the arrays ``backward`` reads; the others
+        reach it as None. Default: the output gradients when ``need_top_grad``, every input
+        and every output."""
         return (list(out_grad) if self.need_top_grad_ else []) + list(in_data) + list(out_data)
 
     def create_operator(self, ctx, in_shapes, in_dtypes):
@@ -310,9 +312,15 @@ def _(node, *out_grads):
                                         params=params)
     in_grads = [zeros(x.shape, x.context, x.dtype, st) for x, st in zip(node.inputs, stypes)]
     req = ["null" if p is None else "write" for p in node.parents]
+    given = list(out_grads) + list(node.inputs) + list(node.outputs)
+    n_out, n_in = len(out_grads), len(node.inputs)
+    ids = list(range(len(given)))
+    deps = set(_user(op_type, "declare_backward_dependency", prop.declare_backward_dependency,
+                     ids[:n_out], ids[n_out:n_out + n_in], ids[n_out + n_in:]))
+    given = [v if i in deps else None for i, v in enumerate(given)]
     with _Paused():
-        _user(op_type, "backward", op.backward, req, list(out_grads), list(node.inputs),
-              list(node.outputs), in_grads, [])
+        _user(op_type, "backward", op.backward, req, given[:n_out], given[n_out:n_out + n_in],
+              given[n_out + n_in:], in_grads, [])
     return tuple(None if r == "null" else g for r, g in zip(req, in_grads))
 
 

@@ -56,6 +56,7 @@ class WeightedSoftmaxCE(CustomOp):
         scale = ((1 + label * self.w) / self.w).reshape((prob.shape[0], 1))
         self.assign(in_grad[0], req[0], (prob - nd.one_hot(label, 2)) * scale)
         SEEN["label_req"] = req[1]
+        SEEN["out_grad"] = out_grad
 
 
 @register("test_weighted_softmax_ce")
@@ -111,6 +112,7 @@ def test_weighted_softmax_ce_matches_numpy():
     assert_almost_equal(p, want_p)
     assert_almost_equal(x.grad, want_grad)
     assert SEEN["label_req"] == "null"  # the label wants no gradient
+    assert SEEN["out_grad"] == [None]  # need_top_grad=False: no output gradient (MXNet: empty)
     # inputs by argument name, as MXNet allows
     q = nd.Custom(data=x, label=label, op_type="test_weighted_softmax_ce", positive_cls_weight=2)
     assert_almost_equal(q, want_p)
@@ -164,6 +166,30 @@ def test_user_errors_name_the_op_type():
         nd.Custom(nd.ones((2, 2)), op_type="test_weighted_softmax_ce", positive_cls_weight=1)
     with pytest.raises(NetsError, match="not a subclass"):
         register("test_not_a_prop")(object)
+
+
+class Halve(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] / 2)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        SEEN["halve_backward"] = (in_data, out_data)
+        self.assign(in_grad[0], req[0], out_grad[0] / 2)
+
+
+@register("test_halve")
+class HalveProp(CustomOpProp):
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        return out_grad  # neither the input nor the output
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Halve()
+
+
+def test_backward_gets_only_its_declared_dependencies():
+    x = nd.array([[1.0, -2.0]], dtype=np.float64)
+    check_numeric_gradient(lambda x: nd.Custom(x, op_type="test_halve"), [x])
+    assert SEEN["halve_backward"] == ([None], [None])
 
 
 class DoubleStored(CustomOp):
