@@ -15,8 +15,9 @@ and ``tojson``/``load_json``. Its declarations ask the Prop:
   ``infer_storage_type_backward`` (default: all 'default');
 - shapes: ``infer_shape`` (default: every output has the first input's shape), asked once
   every input shape is known;
-- dtype: ``infer_type`` (default: the first input's); the op table has one dtype per
-  operator call, so every output takes the first output's dtype.
+- dtype: ``infer_type`` (default: the first input's). Each output is allocated in its own
+  dtype; graph inference (``Symbol.infer_type``), which holds one dtype per operator,
+  reports the first output's for every output.
 
 The implementation creates the operator with ``create_operator(ctx, in_shapes,
 in_dtypes)``, allocates zeros of the inferred shape, dtype and storage type for each output
@@ -200,14 +201,18 @@ def _returned(op_type, what, ret, counts):
     return ret
 
 
+def _num_outputs(prop, op_type):
+    return len(_user(op_type, "list_outputs()", prop.list_outputs))
+
+
 def _outputs_inferred(prop, op_type, stypes):
-    n_out = len(_user(op_type, "list_outputs()", prop.list_outputs))
     args = _user(op_type, "list_arguments()", prop.list_arguments)
     if len(stypes) != len(args):
         raise NetsError(f"Custom operator op_type={op_type!r} takes {len(args)} inputs "
                         f"{args}, got {len(stypes)}")
     ret = _user(op_type, "infer_storage_type", prop.infer_storage_type, list(stypes))
-    return tuple(_returned(op_type, "infer_storage_type", ret, (len(args), n_out))[1])
+    counts = (len(args), _num_outputs(prop, op_type))
+    return tuple(_returned(op_type, "infer_storage_type", ret, counts)[1])
 
 
 custom_op = Op("Custom", ("*data",), {"op_type": REQUIRED, "params": ()}, doc="""\
@@ -225,7 +230,7 @@ def _(*stypes, op_type, params):
 def _(ins, attrs):
     op_type = attrs["op_type"]
     prop = _prop(op_type, attrs["params"])
-    n_out = len(_user(op_type, "list_outputs()", prop.list_outputs))
+    n_out = _num_outputs(prop, op_type)
     if any(s is None for s in ins):
         return ins, [None] * n_out
     ret = _user(op_type, "infer_shape", prop.infer_shape, [list(s) for s in ins])
@@ -234,10 +239,9 @@ def _(ins, attrs):
 
 
 def _dtypes(prop, op_type, dtypes):
-    n_out = len(_user(op_type, "list_outputs()", prop.list_outputs))
     ret = _user(op_type, "infer_type", prop.infer_type, [np.dtype(d) for d in dtypes])
-    return [np.dtype(d) for d in _returned(op_type, "infer_type", ret,
-                                           (len(dtypes), n_out))[1]]
+    counts = (len(dtypes), _num_outputs(prop, op_type))
+    return [np.dtype(d) for d in _returned(op_type, "infer_type", ret, counts)[1]]
 
 
 @custom_op.dtype

@@ -261,3 +261,36 @@ def test_initializer_alias():
     import nets.initializer
     assert nets.initializer is nets.init
     assert isinstance(nets.initializer.Normal(sigma=0.01), nets.init.Initializer)
+
+
+class Count(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], (in_data[0] > 0).sum(axis=1))
+
+
+@register("test_count_positive")
+class CountProp(CustomOpProp):
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0][:1]]
+
+    def infer_type(self, in_type):
+        return in_type, [np.dtype(np.int64)]
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Count()
+
+
+def test_shape_and_dtype_declared_by_the_prop():
+    x = nd.array([[1.0, -1.0, 2.0], [0.0, 0.0, 3.0]])
+    y = nd.Custom(x, op_type="test_count_positive")
+    assert y.shape == (2,) and y.dtype == np.int64
+    assert y.asnumpy().tolist() == [2, 1]
+    s = nets.sym.Custom(nets.sym.var("x"), op_type="test_count_positive")
+    _, out_shapes, _ = s.infer_shape(x=(2, 3))
+    assert out_shapes == [(2,)] and s.infer_type(x=np.float32)[1] == [np.int64]
+    # the default backward writes nothing: the in_grad zeros allocated for it (MXNet's too)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.Custom(x, op_type="test_count_positive")
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [[0.0] * 3] * 2
