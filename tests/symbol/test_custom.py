@@ -10,6 +10,7 @@ from nets.base import NetsError
 from nets.layers import HybridBlock
 from nets.operator import CustomOp, CustomOpProp, register
 from nets.test_utils import assert_almost_equal, rand_ndarray
+from tests.test_operator import weighted_ce_oracle  # (registers test_weighted_softmax_ce)
 
 
 class Cube(CustomOp):
@@ -32,36 +33,6 @@ class CubeProp(CustomOpProp):
         return op
 
 
-class WeightedSoftmaxCE(CustomOp):
-    def __init__(self, w):
-        super().__init__()
-        self.w = w
-
-    def forward(self, is_train, req, in_data, out_data, aux):
-        self.assign(out_data[0], req[0], nd.softmax(in_data[0], axis=1))
-
-    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        label, prob = in_data[1], out_data[0]
-        scale = ((1 + label * self.w) / self.w).reshape((prob.shape[0], 1))
-        self.assign(in_grad[0], req[0], (prob - nd.one_hot(label, 2)) * scale)
-
-
-@register("test_sym_weighted_ce")
-class WeightedSoftmaxCEProp(CustomOpProp):
-    def __init__(self, positive_cls_weight):
-        super().__init__(need_top_grad=False)
-        self.w = float(positive_cls_weight)
-
-    def list_arguments(self):
-        return ["data", "label"]
-
-    def infer_shape(self, in_shape):
-        return in_shape, [in_shape[0]], []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return WeightedSoftmaxCE(self.w)
-
-
 def test_graph_values_gradients_and_inference():
     x = sym.var("x")
     out = sym.Custom(x * 2, op_type="test_sym_cube", scale=0.5, name="cube")
@@ -78,12 +49,12 @@ def test_graph_values_gradients_and_inference():
 
 
 def test_missing_inputs_become_variables_and_json_round_trip():
-    loss = sym.Custom(sym.var("data"), op_type="test_sym_weighted_ce",
+    loss = sym.Custom(sym.var("data"), op_type="test_weighted_softmax_ce",
                       positive_cls_weight=2, name="out")
     assert loss.list_arguments() == ["data", "out_label"]
     back = sym.load_json(loss.tojson())
     assert back.list_arguments() == ["data", "out_label"]
-    assert back.attr_dict()["out"] == {"op_type": "test_sym_weighted_ce",
+    assert back.attr_dict()["out"] == {"op_type": "test_weighted_softmax_ce",
                                        "params": (("positive_cls_weight", "2"),)}
     with pytest.raises(NetsError, match="registered"):
         sym.Custom(sym.var("a"), op_type="test_sym_unregistered")
@@ -97,7 +68,7 @@ def test_module_trains_like_linear_classification():
     weight = sym.Variable("weight", shape=(num_features, 2), stype="row_sparse")
     bias = sym.Variable("bias", shape=(2,))
     logits = sym.broadcast_add(sym.sparse.dot(data, weight), bias)
-    out = sym.Custom(logits, sym.Variable("softmax_label"), op_type="test_sym_weighted_ce",
+    out = sym.Custom(logits, sym.Variable("softmax_label"), op_type="test_weighted_softmax_ce",
                      positive_cls_weight=2, name="out")
     model = sym.MakeLoss(out)
     mod = nets.mod.Module(symbol=model, data_names=["data"], label_names=["softmax_label"])
@@ -112,10 +83,7 @@ def test_module_trains_like_linear_classification():
     y = np.array([0, 1, 1, 0], np.float32)
     mod.forward_backward(nets.data.DataBatch([x], [nd.array(y)]))
     xd = x.asnumpy().astype(np.float64)
-    z = xd @ w0.astype(np.float32) + b0.astype(np.float32)
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    p = e / e.sum(axis=1, keepdims=True)
-    dz = (p - np.eye(2)[y.astype(int)]) * ((1 + y * 2) / 2)[:, None]
+    p, dz = weighted_ce_oracle(xd @ w0.astype(np.float32) + b0.astype(np.float32), y, 2.0)
     assert_almost_equal(mod.get_outputs()[0], p, rtol=1e-5, atol=1e-6)
     grad = mod._exec.grad_dict["weight"]
     assert grad.stype == "row_sparse"
