@@ -4,7 +4,6 @@ softmax, log_softmax and Dropout (MXNet's names and arguments), and ``_dot_bias`
 import math
 
 import numpy as np
-from scipy import special
 
 from .. import random as _random
 from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
@@ -403,10 +402,11 @@ def _through_act(node, g):
 
 _SELU_ALPHA, _SELU_LAMBDA = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 _SQRT2, _INV_SQRT_2PI = math.sqrt(2), 1 / math.sqrt(2 * math.pi)
+_erf = unary.erf.fn
 
 
 def _gelu(x, slope):
-    return 0.5 * x * (1 + special.erf(x / _SQRT2))
+    return 0.5 * x * (1 + _erf(x / _SQRT2))
 
 
 _LEAKY = {  # act_type: (f(x, slope), f'(x, y, slope)), numpy functions; f(0) = 0 for each
@@ -417,7 +417,7 @@ _LEAKY = {  # act_type: (f(x, slope), f'(x, y, slope)), numpy functions; f(0) = 
     "selu": (lambda x, slope: _SELU_LAMBDA * np.where(
                  x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0))),
              lambda x, y, slope: np.where(x > 0, _SELU_LAMBDA, y + _SELU_LAMBDA * _SELU_ALPHA)),
-    "gelu": (_gelu, lambda x, y, slope: (0.5 + 0.5 * special.erf(x / _SQRT2)
+    "gelu": (_gelu, lambda x, y, slope: (0.5 + 0.5 * _erf(x / _SQRT2)
                                          + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)),
 }
 
@@ -433,22 +433,18 @@ slopes) is not provided; ``lower_bound``/``upper_bound`` are accepted for MXNet'
 
 Storage: every act_type maps 0 to 0, so a sparse ``data`` keeps its storage type (only the
 stored values change; MXNet falls back to dense) except 'prelu', whose sparse input falls
-back with ``StorageFallbackWarning``. ``gamma`` is given exactly for 'prelu' (a symbol
-passes it explicitly). The gradient of ``data`` has the output's storage type; ``gamma``'s
-is dense.""")
+back with ``StorageFallbackWarning``. ``gamma`` is required by 'prelu' (a symbol passes it
+explicitly) and ignored by the other act_types (MXNet's other act_types take no gamma).
+The gradient of ``data`` has the output's storage type; ``gamma``'s is dense.""")
 
 
-def _leaky(act_type, gamma):
+def _leaky(act_type):
+    """``(f, f')`` of a non-prelu ``act_type``; None for 'prelu'."""
     if act_type == "prelu":
-        if gamma is None:
-            raise NetsError("LeakyReLU: act_type='prelu' needs the gamma input")
         return None
     if act_type not in _LEAKY:
         raise NetsError(f"LeakyReLU: act_type={act_type!r} is not one of "
                         f"{sorted(_LEAKY) + ['prelu']}")
-    if gamma is not None:
-        raise NetsError(f"LeakyReLU: gamma is an input only of act_type='prelu', not "
-                        f"{act_type!r}")
     return _LEAKY[act_type]
 
 
@@ -472,6 +468,11 @@ def _(ins, attrs):
     return [data, gamma], [data]
 
 
+@LeakyReLU.dtype
+def _(dtypes, attrs):
+    return np.result_type(*dtypes) if attrs["act_type"] == "prelu" else dtypes[0]
+
+
 @LeakyReLU.infer
 def _(data, gamma, act_type, **attrs):
     return "default" if act_type == "prelu" else data
@@ -479,26 +480,31 @@ def _(data, gamma, act_type, **attrs):
 
 @LeakyReLU.grad_stype
 def _(data, gamma, act_type, **attrs):
-    return ("default" if act_type == "prelu" else data), (None if gamma is None else "default")
+    prelu = act_type == "prelu"
+    return ("default" if prelu else data), ("default" if prelu and gamma is not None else None)
 
 
 @LeakyReLU.impl("default", None)
 @LeakyReLU.impl("csr", None)
 @LeakyReLU.impl("row_sparse", None)
+@LeakyReLU.impl("default", "default")
+@LeakyReLU.impl("csr", "default")
+@LeakyReLU.impl("row_sparse", "default")
 def _(data, gamma, act_type, slope, lower_bound, upper_bound):
-    fn = _leaky(act_type, gamma)[0]
+    fns = _leaky(act_type)
+    if fns is None:  # prelu: dense data only (a sparse one falls back)
+        if gamma is None:
+            raise NetsError("LeakyReLU: act_type='prelu' needs the gamma input")
+        if data.stype != "default":
+            return NotImplemented
+        x = data._np
+        out = np.where(x > 0, x, _prelu_gamma(gamma._np, x.ndim) * x)
+        return NDArray(out.astype(np.result_type(data.dtype, gamma.dtype), copy=False),
+                       data.context)
     values = data._np if data.stype == "default" else data._data
     with np.errstate(all="ignore"):
-        out = fn(values, slope).astype(data.dtype, copy=False)
+        out = fns[0](values, slope).astype(data.dtype, copy=False)
     return NDArray(out, data.context) if data.stype == "default" else unary.with_values(data, out)
-
-
-@LeakyReLU.impl("default", "default")
-def _(data, gamma, act_type, slope, lower_bound, upper_bound):
-    _leaky(act_type, gamma)
-    x = data._np
-    out = np.where(x > 0, x, _prelu_gamma(gamma._np, x.ndim) * x)
-    return NDArray(out.astype(np.result_type(data.dtype, gamma.dtype), copy=False), data.context)
 
 
 def _at(x, g):
@@ -522,7 +528,7 @@ def _(node, g):
             dgamma = (gv * np.minimum(xv, 0)).sum(axis=axes).reshape(gamma.shape)
             return (NDArray(dx.astype(x.dtype, copy=False), x.context),
                     NDArray(dgamma.astype(gamma.dtype, copy=False), gamma.context))
-        derivative = _leaky(attrs["act_type"], None)[1]
+        derivative = _leaky(attrs["act_type"])[1]
         if g.stype == "default":
             xv, yv = as_dense(x)._np, as_dense(y)._np
             d = derivative(xv, yv, attrs["slope"])

@@ -496,6 +496,9 @@ def Custom(*args, name=None, **kwargs):
     return _compose(OPS["Custom"], inputs, {**attrs, "name": name})
 
 
+Custom.name = "Custom"
+
+
 _NAMESPACE = namespace()
 
 

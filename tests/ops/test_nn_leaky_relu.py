@@ -75,8 +75,9 @@ def test_arguments():
         nd.LeakyReLU(x, act_type="rrelu")
     with pytest.raises(NetsError, match="gamma"):
         nd.LeakyReLU(x, act_type="prelu")
-    with pytest.raises(NetsError, match="gamma"):
-        nd.LeakyReLU(x, nd.ones((3,)), act_type="leaky")
+    # gamma belongs to prelu; the other act_types ignore it
+    assert nd.LeakyReLU(-x, nd.ones((3,)), act_type="leaky", slope=0.5).asnumpy().tolist() \
+        == [[-0.5] * 3] * 2
     sym = nets.sym.LeakyReLU(nets.sym.var("x"), nets.sym.var("g"), act_type="prelu")
     args, outs, _ = sym.infer_shape(x=(4, 3, 2))
     assert args == [(4, 3, 2), (3,)] and outs == [(4, 3, 2)]

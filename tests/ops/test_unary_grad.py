@@ -29,7 +29,8 @@ KEEP = {"negative", "abs", "sign", "round", "rint", "ceil", "floor", "trunc", "f
 PATTERN = ZERO_GRAD | {"abs", "square", "relu"}
 # f(0) == 0 but a kink or a jump at 0: the head gradient must vanish where x stores nothing
 AT_ZERO_KINK = {"abs", "relu", "sign", "ceil", "floor"}
-FILL = {"exp", "sigmoid", "cos", "cosh", "arccos", "logical_not"}  # f(0) finite, not 0: dense output
+# f(0) finite, not 0: dense output
+FILL = {"exp", "sigmoid", "cos", "cosh", "arccos", "logical_not"}
 
 
 def uniform(shape, name, seed=0):
