@@ -2,8 +2,10 @@
 operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
 
 A face only: the arrays are ``nets.ndarray`` (the array floor), the operators
-``nets.ops``; this package sits above both and defines nothing of its own except the
-MXNet conveniences ``waitall`` and ``concatenate``.
+``nets.ops`` (and ``Custom``, of ``nets.operator``); this package sits above both and
+defines nothing of its own except the MXNet conveniences ``waitall`` and ``concatenate``,
+and ``_internal``: MXNet's internal operator names (``nd._internal._square_sum``), built
+by ``internal_namespace``, which ``nets.sym._internal`` uses too.
 """
 import types as _types
 
@@ -57,4 +59,4 @@ _internal = internal_namespace(globals(), "MXNet's ``mx.nd._internal``: the oper
 
 __all__ = ["NDArray", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros",
            "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "random",
-           "sparse", "Custom", "INTERNAL_NAMES", "internal_namespace"] + list(_op_names)
+           "sparse", "Custom"] + list(_op_names)
