@@ -130,3 +130,34 @@ def test_internal_namespaces():
     for name in nets.ops.registry.OPS:  # every internal operator is there under its name
         if name.startswith("_"):
             assert hasattr(nd._internal, name) and hasattr(sym._internal, name)
+
+
+class First(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0])
+
+
+@register("test_sym_first")
+class FirstProp(CustomOpProp):
+    def list_arguments(self):
+        return ["a", "b"]
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return First()
+
+
+@pytest.mark.parametrize("stype_a", ["default", "csr", "row_sparse"])
+@pytest.mark.parametrize("stype_b", ["default", "csr", "row_sparse"])
+def test_symbolic_and_imperative_storage_agree(stype_a, stype_b):
+    """The Prop's default storage rule (every output takes the first input's stype) is the
+    one table of both paths, and the executor runs it natively (no fallback)."""
+    a, b = rand_ndarray((4, 3), stype_a, 0.5), rand_ndarray((4, 3), stype_b, 0.5)
+    out = nd.Custom(a, b, op_type="test_sym_first")
+    assert out.stype == stype_a
+    assert_almost_equal(out, a.asnumpy())
+    s = sym.Custom(sym.var("a", stype=stype_a), sym.var("b", stype=stype_b),
+                   op_type="test_sym_first", name="first")
+    assert s.infer_storage_type()[1] == [stype_a]
+    exe = s.bind(None, {"a": a, "b": b}, grad_req="null")
+    assert [r[4] for r in exe.storage_report] == [False]
+    assert exe.forward()[0].stype == stype_a
