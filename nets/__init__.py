@@ -5,9 +5,9 @@ load and compile on first use (and are cached on disk).
 """
 import sys as _sys
 
-from . import (autograd, data, init, layers, loss, metric, module, nd, ndarray, optim, random,
-               symbol, test_utils, utils)
-from . import callback, kv, model
+from . import (autograd, callback, data, init, kv, layers, loss, metric, model, module, nd,
+               ndarray, operator, optim, random, symbol, test_utils, utils)
+from . import init as initializer
 from . import kv as kvstore
 from . import module as mod
 from . import symbol as sym
@@ -16,14 +16,16 @@ from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_cont
 from .parallel import get_num_threads, set_num_threads
 from .trainer import Trainer
 
-_sys.modules[__name__ + ".sym"] = symbol  # `import nets.sym` / `from nets.sym import sparse`
+# MXNet's other names of the same modules: `import nets.sym`, `from nets.kvstore import ...`
+_sys.modules[__name__ + ".sym"] = symbol
 _sys.modules[__name__ + ".mod"] = module
-_sys.modules[__name__ + ".kvstore"] = kv  # MXNet programs use both mx.kv and mx.kvstore
+_sys.modules[__name__ + ".kvstore"] = kv
+_sys.modules[__name__ + ".initializer"] = init
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
-           "autograd", "cpu", "current_context", "data", "gpu", "init", "layers", "loss",
-           "metric", "mod", "module", "nd", "ndarray", "num_gpus", "optim", "random", "sym",
-           "symbol", "test_utils", "utils", "callback", "model", "kv", "kvstore", "get_num_threads",
-           "set_num_threads"]
+           "autograd", "callback", "cpu", "current_context", "data", "get_num_threads", "gpu",
+           "init", "initializer", "kv", "kvstore", "layers", "loss", "metric", "mod", "model",
+           "module", "nd", "ndarray", "num_gpus", "operator", "optim", "random",
+           "set_num_threads", "sym", "symbol", "test_utils", "utils"]

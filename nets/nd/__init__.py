@@ -2,13 +2,19 @@
 operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
 
 A face only: the arrays are ``nets.ndarray`` (the array floor), the operators
-``nets.ops``; this package sits above both and defines nothing of its own except the
-MXNet conveniences ``waitall`` and ``concatenate``.
+``nets.ops`` (and ``Custom``, of ``nets.operator``); this package sits above both and
+defines nothing of its own except the MXNet conveniences ``waitall`` and ``concatenate``,
+and ``_internal``: MXNet's internal operator names (``nd._internal._square_sum``), built
+by ``internal_namespace``, which ``nets.sym._internal`` uses too.
 """
+import types as _types
+
 from ..ndarray import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray, arange, array,
                        empty, from_numpy, full, ones, zeros)
 from ..ops import *
 from ..ops import __all__ as _op_names
+from ..ops.registry import OPS as _OPS
+from ..operator import Custom
 from . import random, sparse  # the faces below, not the floor's modules of those names
 
 
@@ -21,6 +27,36 @@ def concatenate(arrays, axis=0):
     return concat(*arrays, dim=axis)
 
 
+#: MXNet's ``_internal`` names of operators nets declares under a public name.
+INTERNAL_NAMES = {"_square_sum": "square_sum", "_sparse_retain": "retain",
+                  "_maximum": "maximum", "_minimum": "minimum",
+                  "_plus": "elemwise_add", "_Plus": "elemwise_add", "_add": "elemwise_add",
+                  "_minus": "elemwise_sub", "_Minus": "elemwise_sub", "_sub": "elemwise_sub",
+                  "_mul": "elemwise_mul", "_Mul": "elemwise_mul",
+                  "_div": "elemwise_div", "_Div": "elemwise_div",
+                  "_power": "power", "_Power": "power", "_mod": "modulo",
+                  "_equal": "equal", "_not_equal": "not_equal", "_greater": "greater",
+                  "_greater_equal": "greater_equal", "_lesser": "lesser",
+                  "_lesser_equal": "lesser_equal"}
+
+
+def internal_namespace(functions, doc):
+    """A module object of MXNet's ``_internal`` names over ``functions`` (name ->
+    function): every operator of the op table whose name starts with ``_`` (the ``Op``
+    itself where ``functions`` lacks it), and each ``INTERNAL_NAMES`` alias of a public
+    one."""
+    ns = _types.ModuleType("_internal", doc)
+    for name, op in _OPS.items():
+        if name.startswith("_"):
+            setattr(ns, name, functions.get(name, op))
+    for alias, name in INTERNAL_NAMES.items():
+        setattr(ns, alias, functions[name])
+    return ns
+
+
+_internal = internal_namespace(globals(), "MXNet's ``mx.nd._internal``: the operators of "
+                               "nets.nd under their internal names (``_square_sum``, ...).")
+
 __all__ = ["NDArray", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros",
            "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "random",
-           "sparse"] + list(_op_names)
+           "sparse", "Custom"] + list(_op_names)

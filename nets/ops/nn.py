@@ -1,5 +1,5 @@
-"""Neural-network forward operators: FullyConnected, Embedding, Activation, softmax,
-log_softmax and Dropout (MXNet's names and arguments), and ``_dot_bias``, the operator of
+"""Neural-network forward operators: FullyConnected, Embedding, Activation, LeakyReLU,
+softmax, log_softmax and Dropout (MXNet's names and arguments), and ``_dot_bias``, the operator of
 ``FullyConnectedSparse`` (nets' own layer, weight laid out ``(in_units, units)``)."""
 import math
 
@@ -16,7 +16,8 @@ from .shape import _backward_take, reshape
 from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
 
-__all__ = ["FullyConnected", "Embedding", "Activation", "softmax", "log_softmax", "Dropout"]
+__all__ = ["FullyConnected", "Embedding", "Activation", "LeakyReLU", "softmax", "log_softmax",
+           "Dropout"]
 
 
 # -- FullyConnected ----------------------------------------------------------------------------
@@ -395,6 +396,145 @@ def _through_act(node, g):
             d = derivative(y._np, y._np)
             return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
     return g * derivative(y, y)
+
+
+# -- LeakyReLU ---------------------------------------------------------------------------------
+
+_SELU_ALPHA, _SELU_LAMBDA = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+_SQRT2, _INV_SQRT_2PI = math.sqrt(2), 1 / math.sqrt(2 * math.pi)
+_erf = unary.erf.fn
+
+
+def _gelu(x, slope):
+    return 0.5 * x * (1 + _erf(x / _SQRT2))
+
+
+_LEAKY = {  # act_type: (f(x, slope), f'(x, y, slope)), numpy functions; f(0) = 0 for each
+    "leaky": (lambda x, slope: np.where(x > 0, x, slope * x),
+              lambda x, y, slope: np.where(x > 0, 1, slope)),
+    "elu": (lambda x, slope: np.where(x > 0, x, slope * np.expm1(np.minimum(x, 0))),
+            lambda x, y, slope: np.where(x > 0, 1, y + slope)),
+    "selu": (lambda x, slope: _SELU_LAMBDA * np.where(
+                 x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0))),
+             lambda x, y, slope: np.where(x > 0, _SELU_LAMBDA, y + _SELU_LAMBDA * _SELU_ALPHA)),
+    "gelu": (_gelu, lambda x, y, slope: (0.5 + 0.5 * _erf(x / _SQRT2)
+                                         + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)),
+}
+
+LeakyReLU = Op("LeakyReLU", ("data", "gamma?"),
+               {"act_type": "leaky", "slope": 0.25, "lower_bound": 0.125, "upper_bound": 0.334},
+               doc="""\
+MXNet's LeakyReLU: ``act_type`` 'leaky' (``x > 0 ? x : slope * x``), 'elu' (``x > 0 ? x :
+slope * (exp(x) - 1)``), 'selu' (``lambda * (x > 0 ? x : alpha * (exp(x) - 1))`` with
+SELU's fixed alpha and lambda), 'gelu' (``0.5 * x * (1 + erf(x / sqrt(2)))``, the erf form
+MXNet 1.9 uses) or 'prelu' (``x > 0 ? x : gamma * x`` with the learned ``gamma`` of shape
+``(data.shape[1],)``, or ``(1,)`` for one slope, broadcast along axis 1). 'rrelu' (random
+slopes) is not provided; ``lower_bound``/``upper_bound`` are accepted for MXNet's signature.
+
+Storage: every act_type maps 0 to 0, so a sparse ``data`` keeps its storage type (only the
+stored values change; MXNet falls back to dense) except 'prelu', whose sparse input falls
+back with ``StorageFallbackWarning``. ``gamma`` is required by 'prelu' (a symbol passes it
+explicitly) and ignored by the other act_types (MXNet's other act_types take no gamma).
+The gradient of ``data`` has the output's storage type; ``gamma``'s is dense.""")
+
+
+def _leaky(act_type):
+    """``(f, f')`` of a non-prelu ``act_type``; None for 'prelu'."""
+    if act_type == "prelu":
+        return None
+    if act_type not in _LEAKY:
+        raise NetsError(f"LeakyReLU: act_type={act_type!r} is not one of "
+                        f"{sorted(_LEAKY) + ['prelu']}")
+    return _LEAKY[act_type]
+
+
+def _prelu_gamma(gamma, ndim):
+    """``gamma`` shaped to broadcast along axis 1 of an ``ndim``-d input."""
+    return gamma.reshape((1, -1) + (1,) * (ndim - 2)) if gamma.size > 1 else gamma.reshape(())
+
+
+@LeakyReLU.shape
+def _(ins, attrs):
+    data, gamma = ins
+    if attrs["act_type"] == "prelu" and gamma is None and data is not None:
+        if len(data) < 2:
+            raise ShapeError(f"LeakyReLU: act_type='prelu' needs data of 2 or more dimensions, "
+                             f"got shape {data}")
+        gamma = (data[1],)
+    if attrs["act_type"] == "prelu" and data is not None and gamma is not None \
+            and math.prod(gamma) not in (1, data[1]):
+        raise ShapeError(f"LeakyReLU: gamma has shape {gamma}, it must be (1,) or "
+                         f"({data[1]},) for data of shape {data}")
+    return [data, gamma], [data]
+
+
+@LeakyReLU.dtype
+def _(dtypes, attrs):
+    return np.result_type(*dtypes) if attrs["act_type"] == "prelu" else dtypes[0]
+
+
+@LeakyReLU.infer
+def _(data, gamma, act_type, **attrs):
+    return "default" if act_type == "prelu" else data
+
+
+@LeakyReLU.grad_stype
+def _(data, gamma, act_type, **attrs):
+    prelu = act_type == "prelu"
+    return ("default" if prelu else data), ("default" if prelu and gamma is not None else None)
+
+
+@LeakyReLU.impl("default", None)
+@LeakyReLU.impl("csr", None)
+@LeakyReLU.impl("row_sparse", None)
+@LeakyReLU.impl("default", "default")
+@LeakyReLU.impl("csr", "default")
+@LeakyReLU.impl("row_sparse", "default")
+def _(data, gamma, act_type, slope, lower_bound, upper_bound):
+    fns = _leaky(act_type)
+    if fns is None:  # prelu: dense data only (a sparse one falls back)
+        if gamma is None:
+            raise NetsError("LeakyReLU: act_type='prelu' needs the gamma input")
+        if data.stype != "default":
+            return NotImplemented
+        x = data._np
+        out = np.where(x > 0, x, _prelu_gamma(gamma._np, x.ndim) * x)
+        return NDArray(out.astype(np.result_type(data.dtype, gamma.dtype), copy=False),
+                       data.context)
+    values = data._np if data.stype == "default" else data._data
+    with np.errstate(all="ignore"):
+        out = fns[0](values, slope).astype(data.dtype, copy=False)
+    return NDArray(out, data.context) if data.stype == "default" else unary.with_values(data, out)
+
+
+def _at(x, g):
+    """The values of ``x`` where the sparse ``g`` stores values (``g._data``'s layout): the
+    stored values themselves when ``x`` has ``g``'s pattern, else read from ``x`` dense."""
+    if x.stype == g.stype and all(np.array_equal(getattr(x, p), getattr(g, p))
+                                  for p in x._parts):
+        return x._data
+    return as_dense(x)._np[unary.positions(g)]
+
+
+@LeakyReLU.vjp
+def _(node, g):
+    (x, gamma), attrs = node.inputs, node.attrs
+    y = node.output(0)
+    with np.errstate(all="ignore"):
+        if attrs["act_type"] == "prelu":
+            xv, gv = x._np, as_dense(g)._np
+            dx = gv * np.where(xv > 0, 1, _prelu_gamma(gamma._np, xv.ndim))
+            axes = tuple(a for a in range(xv.ndim) if a != 1 or gamma.size == 1)
+            dgamma = (gv * np.minimum(xv, 0)).sum(axis=axes).reshape(gamma.shape)
+            return (NDArray(dx.astype(x.dtype, copy=False), x.context),
+                    NDArray(dgamma.astype(gamma.dtype, copy=False), gamma.context))
+        derivative = _leaky(attrs["act_type"])[1]
+        if g.stype == "default":
+            xv, yv = as_dense(x)._np, as_dense(y)._np
+            d = derivative(xv, yv, attrs["slope"])
+            return NDArray((g._np * d).astype(g.dtype, copy=False), g.context), None
+        d = derivative(_at(x, g), _at(y, g), attrs["slope"])
+        return unary.with_values(g, (g._data * d).astype(g.dtype, copy=False)), None
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------------

@@ -150,17 +150,19 @@ def _formula_args(node, g):
     return [as_dense(v) if dense else v for v in node.inputs] + [y]
 
 
-def map_op(name, fn, attrs=None, doc="", grad=None):
+def map_op(name, fn, attrs=None, doc="", grad=None, zero=None):
     """Declare the elementwise operator ``name`` computing ``fn(x, **attrs)``.
 
     Its storage inference and implementations follow the rule of this module's
     docstring; ``doc`` gets the storage sentence appended. ``grad`` is ``f'`` for
     ``declare_vjp``: None (zero gradient), a number, or ``grad(x, y, **attrs)``.
+    ``zero`` is ``f(0)`` for the docstring where calling ``fn`` at declaration would
+    import what ``import nets`` must not (``scipy_special``); by default ``fn`` is asked.
     """
     if attrs:
         rule = ATTR_RULE
     else:
-        zero = _at_zero(fn, {})
+        zero = _at_zero(fn, {}) if zero is None else zero
         rule = _RULE["keep" if zero == 0 else "fill" if np.isfinite(zero) else "fallback"]
         rule = rule.format(zero=zero)
     op = Op(name, ("data",), attrs, doc=f"{doc}\n\nStorage: {rule}.")
@@ -202,7 +204,18 @@ def _clip(x, a_min, a_max):
     return np.clip(x, a_min, a_max)
 
 
+def scipy_special(name):
+    """``scipy.special.<name>``, imported on its first call: scipy.special is a heavy import
+    (it loads numpy.f2py), which ``import nets`` leaves to the first operator needing it."""
+    def fn(x):
+        from scipy import special
+        return getattr(special, name)(x)
+    fn.__name__ = name
+    return fn
+
+
 _LN10, _LN2, _DEG = np.log(10), np.log(2), 180 / np.pi
+_ERF_SLOPE, _ERFINV_SLOPE = 2 / np.sqrt(np.pi), np.sqrt(np.pi) / 2
 
 _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), None: zero)
     ("negative", np.negative, "-x", -1),
@@ -245,12 +258,21 @@ _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), No
     ("arcsinh", np.arcsinh, "inverse hyperbolic sine", lambda x, y: nd.rsqrt(x * x + 1)),
     ("arccosh", np.arccosh, "inverse hyperbolic cosine", lambda x, y: nd.rsqrt(x * x - 1)),
     ("arctanh", np.arctanh, "inverse hyperbolic tangent", lambda x, y: 1 / (1 - x * x)),
+    ("erf", scipy_special("erf"), "the Gauss error function",
+     lambda x, y: _ERF_SLOPE * nd.exp(-x * x)),
+    ("erfinv", scipy_special("erfinv"),
+     "the inverse error function (nan outside [-1, 1], +-inf at +-1)",
+     lambda x, y: _ERFINV_SLOPE * nd.exp(y * y)),
+    ("logical_not", lambda x: x == 0, "1 where x is 0, else 0 (in x's dtype)", None),
     ("degrees", np.degrees, "radians converted to degrees", _DEG),
     ("radians", np.radians, "degrees converted to radians", 1 / _DEG),
 )
 
+_LAZY_ZERO = {"erf": 0.0, "erfinv": 0.0}  # f(0) of the scipy.special ones, imported on use
+
 for _name, _fn, _summary, _grad in _UNARY:
-    globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad)
+    globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad,
+                              zero=_LAZY_ZERO.get(_name))
     __all__.append(_name)
 
 clip = map_op("clip", _clip, {"a_min": REQUIRED, "a_max": REQUIRED}, doc="""\

@@ -8,11 +8,14 @@ sparse ones), ``Group`` joins outputs, ``simple_bind``/``bind`` give an ``Execut
 operators (MXNet's ``mx.sym.sparse``).
 """
 from . import sparse
+from ..nd import internal_namespace
 from .executor import Executor
 from .symbol import Group, Symbol, Variable, get_op, load, load_json, namespace, var
 
 _OPERATORS = namespace()
 globals().update(_OPERATORS)
+_internal = internal_namespace(_OPERATORS, "MXNet's ``mx.sym._internal``: the operators of "
+                               "nets.sym under their internal names (``_square_sum``, ...).")
 
 __all__ = ["Symbol", "Variable", "var", "Group", "Executor", "load", "load_json",
            "sparse"] + sorted(_OPERATORS)

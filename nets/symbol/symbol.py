@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from .. import init as init_mod
-from .. import ops
+from .. import operator, ops
 from ..base import NetsError, as_dtype, check_stype
 from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
@@ -481,7 +481,22 @@ def namespace():
                 ns[alias] = ns[obj.name]
     ns.update(elemwise.dispatchers(ns.__getitem__))
     ns.update({name: _builder(fop) for name, fop in FUNCTIONS.items()})
+    ns["Custom"] = Custom
     return ns
+
+
+def Custom(*args, name=None, **kwargs):
+    """A node of the registered operator ``op_type`` (``nets.operator``) over the symbols
+    ``args`` (and symbols passed by argument name); arguments not given become variables
+    ``<name>_<argument>``; the other keyword arguments reach its Prop as strings (MXNet's
+    ``mx.sym.Custom``)."""
+    name = _auto_name("Custom") if name is None else name
+    inputs, attrs = operator.bind_custom(args, kwargs, lambda v: isinstance(v, Symbol),
+                                         lambda arg: Variable(f"{name}_{arg}"))
+    return _compose(OPS["Custom"], inputs, {**attrs, "name": name})
+
+
+Custom.name = "Custom"
 
 
 _NAMESPACE = namespace()

@@ -1,4 +1,6 @@
 """Unary elementwise operators vs numpy: values, output stype and fallback warnings."""
+import math
+
 import numpy as np
 import pytest
 import scipy.special
@@ -28,9 +30,11 @@ ORACLE = {
     "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
     "sinh": np.sinh, "cosh": np.cosh, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
     "arctanh": np.arctanh, "degrees": np.degrees, "radians": np.radians,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]), "erfinv": scipy.special.erfinv,
+    "logical_not": lambda x: np.where(x == 0, 1, 0),
 }
 # f(0) != 0 but finite: dense output, native (no warning)
-FILL = {"exp", "sigmoid", "cos", "cosh", "arccos"}
+FILL = {"exp", "sigmoid", "cos", "cosh", "arccos", "logical_not"}
 # f(0) not finite: dense fallback with a warning (MXNet's tutorial: nd.log(rsp) falls back)
 FALLBACK = {"reciprocal", "rsqrt", "rcbrt", "log", "log10", "log2", "arccosh"}
 CASES = [("default", 0.5)] + [(st, d) for st in ("csr", "row_sparse") for d in DENSITIES]

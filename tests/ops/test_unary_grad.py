@@ -17,18 +17,20 @@ DOMAIN = {
     "softsign": (-2, 2), "sin": (-2, 2), "cos": (-2, 2), "tan": (-1.2, 1.2),
     "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8), "arctan": (-2, 2), "sinh": (-2, 2),
     "cosh": (-2, 2), "arcsinh": (-2, 2), "arccosh": (1.2, 3), "arctanh": (-0.8, 0.8),
-    "degrees": (-2, 2), "radians": (-2, 2),
+    "degrees": (-2, 2), "radians": (-2, 2), "erf": (-2, 2), "erfinv": (-0.8, 0.8),
+    "logical_not": (0.2, 2),
 }
-ZERO_GRAD = {"sign", "round", "rint", "ceil", "floor", "trunc", "fix"}
+ZERO_GRAD = {"sign", "round", "rint", "ceil", "floor", "trunc", "fix", "logical_not"}
 # f(0) == 0, so a sparse input keeps its storage type, and f' is finite at 0
 KEEP = {"negative", "abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square",
         "expm1", "log1p", "relu", "tanh", "softsign", "sin", "tan", "arcsin", "arctan", "sinh",
-        "arcsinh", "arctanh", "degrees", "radians"}
+        "arcsinh", "arctanh", "degrees", "radians", "erf", "erfinv"}
 # ... of which f'(0) == 0 too: the gradient keeps the input's pattern
 PATTERN = ZERO_GRAD | {"abs", "square", "relu"}
 # f(0) == 0 but a kink or a jump at 0: the head gradient must vanish where x stores nothing
 AT_ZERO_KINK = {"abs", "relu", "sign", "ceil", "floor"}
-FILL = {"exp", "sigmoid", "cos", "cosh", "arccos"}  # f(0) finite, not 0: dense output
+# f(0) finite, not 0: dense output
+FILL = {"exp", "sigmoid", "cos", "cosh", "arccos", "logical_not"}
 
 
 def uniform(shape, name, seed=0):

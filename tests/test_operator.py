@@ -1,0 +1,296 @@
+"""nets.operator: Python-defined operators (CustomOp / CustomOpProp / register) run
+imperatively through nd.Custom, checked against numpy and numeric gradients."""
+import numpy as np
+import pytest
+
+import nets
+from nets import autograd, nd
+from nets.base import NetsError
+from nets.operator import CustomOp, CustomOpProp, register
+from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
+
+SEEN = {}  # what the Props and operators below received, for the tests to inspect
+
+
+class Scaled(CustomOp):
+    """y = scale * x * x, with the operator instance's state read back in backward."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        SEEN["is_train"] = is_train
+        self.forward_input = in_data[0].asnumpy()
+        self.assign(out_data[0], req[0], in_data[0] * in_data[0] * self.scale)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        SEEN["backward_state"] = self.forward_input
+        self.assign(in_grad[0], req[0], 2 * self.scale * in_data[0] * out_grad[0])
+
+
+@register("test_scaled_square")
+class ScaledProp(CustomOpProp):
+    def __init__(self, scale="1"):
+        super().__init__(need_top_grad=True)
+        SEEN["scale_arg"] = scale
+        self.scale = float(scale)
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        SEEN["create"] = (in_shapes, in_dtypes)
+        return Scaled(self.scale)
+
+
+class WeightedSoftmaxCE(CustomOp):
+    """linear_classification's loss: softmax forward; backward (p - onehot(y)) * (1 + y w) / w."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.w = w
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], nd.softmax(in_data[0], axis=1))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        label, prob = in_data[1], out_data[0]
+        scale = ((1 + label * self.w) / self.w).reshape((prob.shape[0], 1))
+        self.assign(in_grad[0], req[0], (prob - nd.one_hot(label, 2)) * scale)
+        SEEN["label_req"] = req[1]
+        SEEN["out_grad"] = out_grad
+
+
+@register("test_weighted_softmax_ce")
+class WeightedSoftmaxCEProp(CustomOpProp):
+    def __init__(self, positive_cls_weight):
+        super().__init__(need_top_grad=False)
+        self.w = float(positive_cls_weight)
+
+    def list_arguments(self):
+        return ["data", "label"]
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return WeightedSoftmaxCE(self.w)
+
+
+def weighted_ce_oracle(x, y, w):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    grad = (p - np.eye(2)[y.astype(int)]) * ((1 + y * w) / w)[:, None]
+    return p, grad
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_imperative_values_and_kwargs_as_strings(dtype):
+    x = rand_ndarray((3, 4), dtype=dtype)
+    y = nd.Custom(x, op_type="test_scaled_square", scale=2.5)
+    assert SEEN["scale_arg"] == "2.5"  # MXNet hands the Prop its kwargs as strings
+    assert SEEN["create"] == ([[3, 4]], [np.dtype(dtype)])
+    assert y.dtype == dtype and y.stype == "default"
+    assert_almost_equal(y, 2.5 * x.asnumpy() ** 2)
+
+
+def test_numeric_gradient_and_state_kept_for_backward():
+    x = nd.array(np.random.default_rng(0).normal(size=(3, 2)))
+    check_numeric_gradient(lambda x: nd.Custom(x, op_type="test_scaled_square", scale=3), [x])
+    assert SEEN["is_train"] is True  # forward ran inside record() (train mode)
+    # backward ran on the instance whose forward saw the recorded input
+    assert np.array_equal(SEEN["backward_state"], x.asnumpy())
+
+
+def test_weighted_softmax_ce_matches_numpy():
+    rng = np.random.default_rng(1)
+    x = nd.array(rng.normal(size=(5, 2)), dtype=np.float64)
+    label = nd.array([0, 1, 1, 0, 1], dtype=np.float64)
+    x.attach_grad()
+    with autograd.record():
+        p = nd.Custom(x, label, op_type="test_weighted_softmax_ce", positive_cls_weight=2)
+    p.backward()
+    want_p, want_grad = weighted_ce_oracle(x.asnumpy(), label.asnumpy(), 2.0)
+    assert_almost_equal(p, want_p)
+    assert_almost_equal(x.grad, want_grad)
+    assert SEEN["label_req"] == "null"  # the label wants no gradient
+    assert SEEN["out_grad"] == [None]  # need_top_grad=False: no output gradient (MXNet: empty)
+    # inputs by argument name, as MXNet allows
+    q = nd.Custom(data=x, label=label, op_type="test_weighted_softmax_ce", positive_cls_weight=2)
+    assert_almost_equal(q, want_p)
+
+
+def test_assign_honours_req():
+    op = CustomOp()
+    dst = nd.array([1.0, 2.0])
+    op.assign(dst, "write", nd.array([5.0, 6.0]))
+    assert dst.asnumpy().tolist() == [5.0, 6.0]
+    op.assign(dst, "add", nd.array([1.0, 1.0]))
+    assert dst.asnumpy().tolist() == [6.0, 7.0]
+    op.assign(dst, "null", nd.array([0.0, 0.0]))
+    assert dst.asnumpy().tolist() == [6.0, 7.0]
+    rsp = nd.zeros((3, 2), stype="row_sparse")
+    op.assign(rsp, "write", nd.array([[0, 0], [1, 2], [0, 0]]))
+    assert rsp.stype == "row_sparse" and rsp.indices.asnumpy().tolist() == [1]
+    with pytest.raises(NetsError, match="req='bogus'"):
+        op.assign(dst, "bogus", dst)
+
+
+def test_unknown_op_type_names_the_registered_ones():
+    with pytest.raises(NetsError, match="nope.*test_scaled_square"):
+        nd.Custom(nd.ones((2,)), op_type="nope")
+    assert "test_weighted_softmax_ce" in nets.operator.get_all_registered_operators()
+    with pytest.raises(NetsError, match="op_type"):
+        nd.Custom(nd.ones((2,)))
+
+
+class Broken(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        raise ValueError("bad input")
+
+
+@register("test_broken")
+class BrokenProp(CustomOpProp):
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Broken()
+
+
+def test_user_errors_name_the_op_type():
+    with pytest.raises(NetsError, match="op_type='test_broken': forward raised ValueError: "
+                                        "bad input"):
+        nd.Custom(nd.ones((2,)), op_type="test_broken")
+    with pytest.raises(NetsError, match="test_scaled_square.*unexpected"):
+        nd.Custom(nd.ones((2,)), op_type="test_scaled_square", bogus=1)
+    with pytest.raises(NetsError, match="takes 2 inputs"):
+        nd.Custom(nd.ones((2, 2)), nd.ones((2,)), nd.ones((2,)),
+                  op_type="test_weighted_softmax_ce", positive_cls_weight=1)
+    with pytest.raises(NetsError, match="'label' is not given"):
+        nd.Custom(nd.ones((2, 2)), op_type="test_weighted_softmax_ce", positive_cls_weight=1)
+    with pytest.raises(NetsError, match="not a subclass"):
+        register("test_not_a_prop")(object)
+
+
+class Halve(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] / 2)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        SEEN["halve_backward"] = (in_data, out_data)
+        self.assign(in_grad[0], req[0], out_grad[0] / 2)
+
+
+@register("test_halve")
+class HalveProp(CustomOpProp):
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        return out_grad  # neither the input nor the output
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Halve()
+
+
+def test_backward_gets_only_its_declared_dependencies():
+    x = nd.array([[1.0, -2.0]], dtype=np.float64)
+    check_numeric_gradient(lambda x: nd.Custom(x, op_type="test_halve"), [x])
+    assert SEEN["halve_backward"] == ([None], [None])
+
+
+class DoubleStored(CustomOp):
+    """2 * x on the stored values of a sparse input: output and gradient keep its pattern."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] * 2)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        SEEN["in_grad_stype"] = in_grad[0].stype
+        self.assign(in_grad[0], req[0], out_grad[0] * 2)
+
+
+@register("test_double_stored")
+class DoubleStoredProp(CustomOpProp):
+    def infer_storage_type_backward(self, ograd_stype, in_stype, out_stype, igrad_stype,
+                                    aux_stype):
+        return ograd_stype, in_stype, out_stype, list(in_stype), aux_stype
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return DoubleStored()
+
+
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+def test_storage_declared_by_the_prop(stype):
+    x = rand_ndarray((6, 3), stype, 0.5, np.float64)
+    y = nd.Custom(x, op_type="test_double_stored")
+    assert y.stype == stype  # the default infer_storage_type: the first input's stype
+    assert_almost_equal(y, 2 * x.asnumpy())
+    op = nets.ops.registry.get_op("Custom")
+    assert op.infer_grad_stype(stype, op_type="test_double_stored") == (stype,)
+    assert op.infer_grad_stype(stype, op_type="test_scaled_square") == ("default",)
+    if stype == "row_sparse":
+        x.attach_grad(stype="row_sparse")
+        with autograd.record():
+            y = nd.Custom(x, op_type="test_double_stored")
+        y.backward(y.copy())
+        assert SEEN["in_grad_stype"] == "row_sparse" and x.grad.stype == "row_sparse"
+        assert_almost_equal(x.grad, 4 * x.asnumpy())
+
+
+class Split(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] + 1)
+        self.assign(out_data[1], req[1], in_data[0] * 3)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0] + 3 * out_grad[1])
+
+
+@register("test_two_outputs")
+class SplitProp(CustomOpProp):
+    def list_outputs(self):
+        return ["plus", "times"]
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Split()
+
+
+def test_two_outputs():
+    x = nd.array(np.random.default_rng(3).normal(size=(2, 3)))
+    a, b = nd.Custom(x, op_type="test_two_outputs")
+    assert_almost_equal(a, x.asnumpy() + 1)
+    assert_almost_equal(b, x.asnumpy() * 3)
+    check_numeric_gradient(lambda x: nd.Custom(x, op_type="test_two_outputs"), [x])
+
+
+def test_initializer_alias():
+    import nets.initializer
+    assert nets.initializer is nets.init
+    assert isinstance(nets.initializer.Normal(sigma=0.01), nets.init.Initializer)
+
+
+class Count(CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], (in_data[0] > 0).sum(axis=1))
+
+
+@register("test_count_positive")
+class CountProp(CustomOpProp):
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0][:1]]
+
+    def infer_type(self, in_type):
+        return in_type, [np.dtype(np.int64)]
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Count()
+
+
+def test_shape_and_dtype_declared_by_the_prop():
+    x = nd.array([[1.0, -1.0, 2.0], [0.0, 0.0, 3.0]])
+    y = nd.Custom(x, op_type="test_count_positive")
+    assert y.shape == (2,) and y.dtype == np.int64
+    assert y.asnumpy().tolist() == [2, 1]
+    s = nets.sym.Custom(nets.sym.var("x"), op_type="test_count_positive")
+    _, out_shapes, _ = s.infer_shape(x=(2, 3))
+    assert out_shapes == [(2,)] and s.infer_type(x=np.float32)[1] == [np.int64]
+    # the default backward writes nothing: the in_grad zeros allocated for it (MXNet's too)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.Custom(x, op_type="test_count_positive")
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [[0.0] * 3] * 2
