@@ -307,7 +307,7 @@ def parallel_for(body, count, work=None, chunk=None):
     """
     if count <= 0:
         return
-    threads = min(get_num_threads(), count)
+    threads = 1 if work is not None and work < 2 * GRAIN else min(get_num_threads(), count)
     if work is not None:
         threads = min(threads, work // GRAIN)
     if threads <= 1 or getattr(_local, "inside", False):
