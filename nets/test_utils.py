@@ -192,7 +192,7 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
         leaves[i].attach_grad(stype=stypes[i])
     with autograd.record():
         heads = outputs(leaves)
-    head_grads = [array(g) for g in ogs]
+    head_grads = [array(g, dtype=g.dtype) for g in ogs]
     produced = autograd.grad(heads, [leaves[i] for i in wrt], head_grads, retain_graph=True)
     autograd.backward(heads, head_grads)
 
@@ -204,7 +204,7 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
             for step in (eps, -eps):
                 moved = base.copy()
                 moved.flat[j] += step
-                moved = array(moved)
+                moved = array(moved, dtype=moved.dtype)
                 args[i] = moved if xs[i].stype == "default" else moved.tostype(xs[i].stype)
                 values.append(objective(args))
             numeric.flat[j] = (values[0] - values[1]) / (2 * eps)

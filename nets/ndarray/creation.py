@@ -21,7 +21,8 @@ def _is_scipy_sparse(x):
 
 
 def _source_dtype(source, dtype):
-    """MXNet's rule: keep an array source's dtype, otherwise float32."""
+    """MXNet's rule for the sparse constructors: keep an array source's dtype (numpy, scipy
+    or nets), otherwise float32."""
     if dtype is not None:
         return as_dtype(dtype)
     if isinstance(source, (np.ndarray, NDArray)) or _is_scipy_sparse(source):
@@ -34,15 +35,20 @@ def array(source_array, ctx=None, dtype=None):
 
     A scipy.sparse source gives a ``CSRNDArray`` (sharing its values when no cast is
     needed), a sparse nets array keeps its storage type (copied); everything else gives
-    a dense ``NDArray`` (always a copy). ``dtype`` defaults to the source's dtype for
-    numpy, scipy and nets sources and to float32 otherwise (MXNet's rule).
+    a dense ``NDArray`` (always a copy).
+
+    ``dtype`` defaults to MXNet 1.x's rule: the source's dtype for a nets array or a
+    scipy.sparse matrix, and **float32** for everything else -- numpy arrays of any dtype
+    (float64, int64, bool, ...), lists and Python scalars. So ``array(np.zeros(3))`` is
+    float32; pass ``dtype=`` (e.g. ``dtype=x.dtype``) to keep a numpy array's dtype.
     """
     ctx = current_context(ctx)
-    dtype = _source_dtype(source_array, dtype)
-    if _is_scipy_sparse(source_array):
-        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    if isinstance(source_array, NDArray):
+    if _is_scipy_sparse(source_array) or isinstance(source_array, NDArray):
+        dtype = _source_dtype(source_array, dtype)
+        if _is_scipy_sparse(source_array):
+            return csr_matrix(source_array, ctx=ctx, dtype=dtype)
         return source_array.astype(dtype).as_in_context(ctx)
+    dtype = as_dtype(dtype)
     try:
         source = np.asarray(source_array, dtype=dtype)
     except (TypeError, ValueError) as e:

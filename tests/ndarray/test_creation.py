@@ -42,8 +42,12 @@ def check_rsp(x, expected, dtype=np.float32):
     ([[1, 2], [3, 4]], None, np.float32),              # a list gives float32 (MXNet)
     ([1.5, -2.5], None, np.float32),
     (3.0, None, np.float32),
-    (np.arange(4, dtype=np.int64), None, np.int64),    # numpy keeps its dtype
-    (np.ones((2, 3), np.float64), None, np.float64),
+    (np.arange(4, dtype=np.int64), None, np.float32),  # numpy of any dtype too (MXNet 1.x)
+    (np.ones((2, 3), np.float64), None, np.float32),
+    (np.ones(2, np.bool_), None, np.float32),
+    (np.float64(2.5), None, np.float32),
+    (np.arange(4, dtype=np.int64), np.int64, np.int64),  # dtype= keeps it
+    (np.ones((2, 3), np.float64), "float64", np.float64),
     (np.ones(3, np.float64), "float16", np.float16),   # dtype= wins
     ([1, 2], np.int32, np.int32),
 ])
@@ -61,7 +65,7 @@ def test_array_copies_numpy_source():
 
 
 def test_array_from_ndarray_keeps_dtype_and_copies():
-    a = nd.array(np.arange(4, dtype=np.float64))
+    a = nd.array(np.arange(4), dtype=np.float64)
     b = nd.array(a)
     assert b.dtype == np.float64 and b is not a
     b[0] = 7
