@@ -57,11 +57,12 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
                  ctx=None):
     """A random array of ``shape`` and storage type ``stype``.
 
-    Each element (CSR) or row (row_sparse) is non-zero independently with
-    probability ``density`` (default 0.5 for sparse, 1 for dense): the
-    density is exact in expectation, and 0 and 1 give empty and full arrays.
-    ``density="one_row"`` fills exactly one random row (axis 0) and nothing else.
-    Dense arrays with ``density < 1`` have zeros in the same pattern.
+    ``density`` (default 0.5 for sparse, 1 for dense) is the fraction of stored values:
+    a CSR array stores exactly ``round(density * size)`` values at uniformly drawn
+    positions (as MXNet's, which draws with ``scipy.sparse.rand``), and a dense array with
+    ``density < 1`` has its non-zeros in such a pattern; a row_sparse array stores each row
+    independently with probability ``density`` (as MXNet's). 0 and 1 give empty and full
+    arrays. ``density="one_row"`` fills exactly one random row (axis 0) and nothing else.
     """
     check_stype(stype)
     if density is None:
@@ -87,7 +88,10 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
         mask = np.zeros(shape, dtype=bool)
         mask[row_mask] = True
     else:
-        mask = rng.random(shape) < density
+        size = int(np.prod(shape, dtype=np.int64))
+        mask = np.zeros(size, dtype=bool)
+        mask[rng.choice(size, int(round(density * size)), replace=False)] = True
+        mask = mask.reshape(shape)
     if stype == "csr":
         if len(shape) != 2:
             raise ValueError(f"a CSR array is 2-D, got shape={shape}")

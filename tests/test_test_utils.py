@@ -160,3 +160,20 @@ def test_same_and_to_numpy():
         assert type(out) is np.ndarray
         np.testing.assert_array_equal(out, a)
     assert to_numpy(2.5).shape == ()
+
+
+@pytest.mark.parametrize("stype", ["csr", "default"])
+@pytest.mark.parametrize("shape, density, stored", [
+    ((10, 10), 0.05, 5), ((7, 3), 0.5, 10),  # 10.5 rounds to even, as Python's round
+    ((7, 3), 0.25, 5), ((3, 5), 0.1, 2), ((1000, 50), 0.02, 1000), ((4, 6), 0.0, 0),
+    ((4, 6), 1.0, 24),
+])
+def test_csr_and_dense_store_exactly_round_density_times_size(stype, shape, density, stored):
+    """MXNet's rand_ndarray(shape, 'csr', density) stores round(density * size) values."""
+    for seed in range(3):
+        nets.random.seed(seed)
+        x = rand_ndarray(shape, stype, density)
+        assert x.stype == stype and x.shape == shape
+        assert np.count_nonzero(x.asnumpy()) == stored
+        if stype == "csr":
+            assert x.nnz == stored

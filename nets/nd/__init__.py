@@ -2,13 +2,14 @@
 operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
 
 A face only: the arrays are ``nets.ndarray`` (the array floor), the operators
-``nets.ops``; this package sits above both and defines nothing of its own except the
-MXNet conveniences ``waitall`` and ``concatenate``.
+``nets.ops``, ``save``/``load`` ``nets.serialization``; this package sits above them and
+defines nothing of its own except the MXNet conveniences ``waitall`` and ``concatenate``.
 """
 from ..ndarray import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray, arange, array,
                        empty, from_numpy, full, ones, zeros)
 from ..ops import *
 from ..ops import __all__ as _op_names
+from ..serialization import load, save
 from . import random, sparse  # the faces below, not the floor's modules of those names
 
 
@@ -22,5 +23,5 @@ def concatenate(arrays, axis=0):
 
 
 __all__ = ["NDArray", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros",
-           "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "random",
-           "sparse"] + list(_op_names)
+           "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "save",
+           "load", "random", "sparse"] + list(_op_names)

@@ -162,10 +162,12 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     - an array of any storage type (copied; a row_sparse one is converted, not densified),
       a numpy array or a nested list;
     - ``(M, N)``: an empty matrix of that shape.
+
+    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
-        return zeros_sparse("csr", arg1, ctx, dtype)
+        return _check_shape_arg(zeros_sparse("csr", arg1, ctx, dtype), shape)
     if _is_scipy_sparse(arg1):
         m = arg1.tocsr()
         if not m.has_canonical_format:
@@ -226,10 +228,12 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     - an array of any storage type (copied; a CSR one is converted, not densified),
       a numpy array or a nested list (the rows holding a non-zero are stored);
     - ``(D0, D1, ...)``: an all-zero array of that shape.
+
+    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
-        return zeros_sparse("row_sparse", arg1, ctx, dtype)
+        return _check_shape_arg(zeros_sparse("row_sparse", arg1, ctx, dtype), shape)
     if isinstance(arg1, tuple) and len(arg1) == 2:
         data = _copy_np(arg1[0]).astype(_source_dtype(arg1[0], dtype), copy=False)
         indices = as_index(_copy_np(arg1[1]), "indices").reshape(-1)
