@@ -593,3 +593,16 @@ def test_libsvmiter_several_files_errors(tmp_path):
         data.LibSVMIter(data_libsvm=str(tmp_path / "empty_dir"), data_shape=(3,), batch_size=1)
     with pytest.raises(NetsError, match="nope.svm.*no such file"):
         data.LibSVMIter(data_libsvm=[str(tmp_path / "nope.svm")], data_shape=(3,), batch_size=1)
+
+
+def test_a_module_is_fed_in_the_iterators_name_order():
+    """A dict iterator sorts its inputs by name; a Module whose data_names list them in
+    another order still gets each array under its own name (MXNet feeds by provide_data)."""
+    net = nets.sym.Variable("b") - nets.sym.Variable("a")
+    it = data.NDArrayIter({"b": np.full((4, 2), 10.0), "a": np.arange(8).reshape(4, 2)},
+                          batch_size=2)
+    mod = nets.mod.Module(net, data_names=("b", "a"), label_names=None)
+    mod.bind(it.provide_data, for_training=False)
+    mod.init_params()
+    mod.forward(it.next(), is_train=False)
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), [[10, 9], [8, 7]])
