@@ -8,7 +8,7 @@ from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
 from .ndarray.dense import NDArray
 from .random import generator
 
-__all__ = ["DENSITIES", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+__all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
            "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols",
            "check_numeric_gradient", "make_sparse_dataset"]
 
@@ -103,6 +103,31 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
     dense = np.zeros(shape, dtype=dtype)
     dense[mask] = _values(int(mask.sum()), distribution, rng)
     return array(dense, ctx=ctx, dtype=dtype)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, ctx=None):
+    """MXNet's ``rand_sparse_ndarray``: ``(array, parts)`` with ``array`` as
+    ``rand_ndarray(shape, stype, density, dtype, distribution)`` makes it and ``parts`` its
+    buffers -- ``(values, indices)`` (numpy) for row_sparse, ``(indptr, indices, data)``
+    (``NDArray``s) for CSR. ``data_init`` sets every stored value; ``rsp_indices`` (row_sparse)
+    chooses the stored rows instead of ``density``."""
+    if stype not in ("csr", "row_sparse"):
+        raise ValueError(f"stype={stype!r}: expected 'csr' or 'row_sparse'")
+    if rsp_indices is not None:
+        if stype != "row_sparse":
+            raise ValueError("rsp_indices needs stype='row_sparse'")
+        rows = np.unique(np.asarray(rsp_indices, dtype=np.int64))
+        template = rand_ndarray((len(rows),) + tuple(shape[1:]), "default", 1.0, dtype,
+                                distribution or "uniform", ctx)
+        arr = row_sparse_array((template.asnumpy(), rows), shape=tuple(shape), ctx=ctx)
+    else:
+        arr = rand_ndarray(shape, stype, density, dtype, distribution or "uniform", ctx)
+    if data_init is not None:
+        arr._data[...] = data_init
+    if stype == "row_sparse":
+        return arr, (arr.data.asnumpy(), arr.indices.asnumpy())
+    return arr, (arr.indptr, arr.indices, arr.data)
 
 
 def to_numpy(x):

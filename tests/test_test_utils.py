@@ -177,3 +177,21 @@ def test_csr_and_dense_store_exactly_round_density_times_size(stype, shape, dens
         assert np.count_nonzero(x.asnumpy()) == stored
         if stype == "csr":
             assert x.nnz == stored
+
+
+def test_rand_sparse_ndarray_returns_the_array_and_its_buffers():
+    from nets.test_utils import rand_sparse_ndarray
+    nets.random.seed(0)
+    csr, (indptr, indices, values) = rand_sparse_ndarray((6, 5), "csr", density=0.2)
+    assert csr.stype == "csr" and csr.nnz == 6  # round(0.2 * 30)
+    expected = np.zeros((6, 5), np.float32)
+    rows = np.repeat(np.arange(6), np.diff(indptr.asnumpy()))
+    expected[rows, indices.asnumpy()] = values.asnumpy()
+    np.testing.assert_array_equal(csr.asnumpy(), expected)
+    rsp, (vals, rows) = rand_sparse_ndarray((5, 3), "row_sparse", rsp_indices=[3, 0],
+                                            data_init=2.5, dtype="float64")
+    assert rsp.dtype == np.float64 and rows.tolist() == [0, 3]
+    np.testing.assert_array_equal(vals, np.full((2, 3), 2.5))
+    np.testing.assert_array_equal(rsp.asnumpy()[[1, 2, 4]], np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="stype='default'"):
+        rand_sparse_ndarray((2, 2), "default")
