@@ -515,7 +515,7 @@ class PrefetchingIter(DataIter):
     def _described(self, attr, renames):
         out = []
         for k, it in enumerate(self.iters):
-            for desc in getattr(it, attr):
+            for desc in getattr(it, attr, None) or []:
                 desc = desc if isinstance(desc, DataDesc) else DataDesc(*desc)
                 if renames is not None:
                     if desc.name not in renames[k]:
