@@ -8,7 +8,7 @@ from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
 from .ndarray.dense import NDArray
 from .random import generator
 
-__all__ = ["DENSITIES", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+__all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
            "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols",
            "check_numeric_gradient", "make_sparse_dataset"]
 
@@ -57,11 +57,12 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
                  ctx=None):
     """A random array of ``shape`` and storage type ``stype``.
 
-    Each element (CSR) or row (row_sparse) is non-zero independently with
-    probability ``density`` (default 0.5 for sparse, 1 for dense): the
-    density is exact in expectation, and 0 and 1 give empty and full arrays.
-    ``density="one_row"`` fills exactly one random row (axis 0) and nothing else.
-    Dense arrays with ``density < 1`` have zeros in the same pattern.
+    ``density`` (default 0.5 for sparse, 1 for dense) is the fraction of stored values:
+    a CSR array stores exactly ``round(density * size)`` values at uniformly drawn
+    positions (as MXNet's, which draws with ``scipy.sparse.rand``), and a dense array with
+    ``density < 1`` has its non-zeros in such a pattern; a row_sparse array stores each row
+    independently with probability ``density`` (as MXNet's). 0 and 1 give empty and full
+    arrays. ``density="one_row"`` fills exactly one random row (axis 0) and nothing else.
     """
     check_stype(stype)
     if density is None:
@@ -87,7 +88,10 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
         mask = np.zeros(shape, dtype=bool)
         mask[row_mask] = True
     else:
-        mask = rng.random(shape) < density
+        size = int(np.prod(shape, dtype=np.int64))
+        mask = np.zeros(size, dtype=bool)
+        mask[rng.choice(size, int(round(density * size)), replace=False)] = True
+        mask = mask.reshape(shape)
     if stype == "csr":
         if len(shape) != 2:
             raise ValueError(f"a CSR array is 2-D, got shape={shape}")
@@ -99,6 +103,31 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, distribution=
     dense = np.zeros(shape, dtype=dtype)
     dense[mask] = _values(int(mask.sum()), distribution, rng)
     return array(dense, ctx=ctx, dtype=dtype)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, ctx=None):
+    """MXNet's ``rand_sparse_ndarray``: ``(array, parts)`` with ``array`` as
+    ``rand_ndarray(shape, stype, density, dtype, distribution)`` makes it and ``parts`` its
+    buffers -- ``(values, indices)`` (numpy) for row_sparse, ``(indptr, indices, data)``
+    (``NDArray``s) for CSR. ``data_init`` sets every stored value; ``rsp_indices`` (row_sparse)
+    chooses the stored rows instead of ``density``."""
+    if stype not in ("csr", "row_sparse"):
+        raise ValueError(f"stype={stype!r}: expected 'csr' or 'row_sparse'")
+    if rsp_indices is not None:
+        if stype != "row_sparse":
+            raise ValueError("rsp_indices needs stype='row_sparse'")
+        rows = np.unique(np.asarray(rsp_indices, dtype=np.int64))
+        template = rand_ndarray((len(rows),) + tuple(shape[1:]), "default", 1.0, dtype,
+                                distribution or "uniform", ctx)
+        arr = row_sparse_array((template.asnumpy(), rows), shape=tuple(shape), ctx=ctx)
+    else:
+        arr = rand_ndarray(shape, stype, density, dtype, distribution or "uniform", ctx)
+    if data_init is not None:
+        arr._data[...] = data_init
+    if stype == "row_sparse":
+        return arr, (arr.data.asnumpy(), arr.indices.asnumpy())
+    return arr, (arr.indptr, arr.indices, arr.data)
 
 
 def to_numpy(x):
@@ -192,7 +221,7 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
         leaves[i].attach_grad(stype=stypes[i])
     with autograd.record():
         heads = outputs(leaves)
-    head_grads = [array(g) for g in ogs]
+    head_grads = [array(g, dtype=g.dtype) for g in ogs]
     produced = autograd.grad(heads, [leaves[i] for i in wrt], head_grads, retain_graph=True)
     autograd.backward(heads, head_grads)
 
@@ -204,7 +233,7 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
             for step in (eps, -eps):
                 moved = base.copy()
                 moved.flat[j] += step
-                moved = array(moved)
+                moved = array(moved, dtype=moved.dtype)
                 args[i] = moved if xs[i].stype == "default" else moved.tostype(xs[i].stype)
                 values.append(objective(args))
             numeric.flat[j] = (values[0] - values[1]) / (2 * eps)

@@ -282,8 +282,8 @@ from nets import nd, parallel
 nets.set_num_threads(2)
 parallel.GRAIN = 1
 rng = np.random.default_rng(0)
-x = nd.array(rng.random((400, 200)) * (rng.random((400, 200)) < 0.1)).tostype("csr")
-w = nd.array(rng.normal(size=(200, 8)))
+x = nd.array(rng.random((400, 200)) * (rng.random((400, 200)) < 0.1), dtype="float64").tostype("csr")
+w = nd.array(rng.normal(size=(200, 8)), dtype="float64")
 expected = x.asnumpy() @ w.asnumpy()
 def check():
     with parallel.count_threads() as counts:

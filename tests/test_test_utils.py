@@ -160,3 +160,38 @@ def test_same_and_to_numpy():
         assert type(out) is np.ndarray
         np.testing.assert_array_equal(out, a)
     assert to_numpy(2.5).shape == ()
+
+
+@pytest.mark.parametrize("stype", ["csr", "default"])
+@pytest.mark.parametrize("shape, density, stored", [
+    ((10, 10), 0.05, 5), ((7, 3), 0.5, 10),  # 10.5 rounds to even, as Python's round
+    ((7, 3), 0.25, 5), ((3, 5), 0.1, 2), ((1000, 50), 0.02, 1000), ((4, 6), 0.0, 0),
+    ((4, 6), 1.0, 24),
+])
+def test_csr_and_dense_store_exactly_round_density_times_size(stype, shape, density, stored):
+    """MXNet's rand_ndarray(shape, 'csr', density) stores round(density * size) values."""
+    for seed in range(3):
+        nets.random.seed(seed)
+        x = rand_ndarray(shape, stype, density)
+        assert x.stype == stype and x.shape == shape
+        assert np.count_nonzero(x.asnumpy()) == stored
+        if stype == "csr":
+            assert x.nnz == stored
+
+
+def test_rand_sparse_ndarray_returns_the_array_and_its_buffers():
+    from nets.test_utils import rand_sparse_ndarray
+    nets.random.seed(0)
+    csr, (indptr, indices, values) = rand_sparse_ndarray((6, 5), "csr", density=0.2)
+    assert csr.stype == "csr" and csr.nnz == 6  # round(0.2 * 30)
+    expected = np.zeros((6, 5), np.float32)
+    rows = np.repeat(np.arange(6), np.diff(indptr.asnumpy()))
+    expected[rows, indices.asnumpy()] = values.asnumpy()
+    np.testing.assert_array_equal(csr.asnumpy(), expected)
+    rsp, (vals, rows) = rand_sparse_ndarray((5, 3), "row_sparse", rsp_indices=[3, 0],
+                                            data_init=2.5, dtype="float64")
+    assert rsp.dtype == np.float64 and rows.tolist() == [0, 3]
+    np.testing.assert_array_equal(vals, np.full((2, 3), 2.5))
+    np.testing.assert_array_equal(rsp.asnumpy()[[1, 2, 4]], np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="stype='default'"):
+        rand_sparse_ndarray((2, 2), "default")

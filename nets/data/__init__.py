@@ -7,11 +7,12 @@ from . import datasets, synthetic
 from .dataloader import (BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler,
                          default_batchify_fn)
 from .dataset import ArrayDataset, Dataset, LibSVMDataset, SimpleDataset
-from .iterators import DataBatch, DataDesc, DataIter, LibSVMIter, NDArrayIter
+from .iterators import (DataBatch, DataDesc, DataIter, LibSVMIter, NDArrayIter, PrefetchingIter,
+                        ResizeIter)
 from .libsvm import load_libsvm, save_libsvm
 from .synthetic import make_sparse_dataset
 
 __all__ = ["load_libsvm", "save_libsvm", "DataBatch", "DataDesc", "DataIter", "NDArrayIter",
-           "LibSVMIter", "Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset",
+           "LibSVMIter", "ResizeIter", "PrefetchingIter", "Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
            "default_batchify_fn", "synthetic", "make_sparse_dataset", "datasets"]

@@ -99,7 +99,8 @@ def default_batchify_fn(data):
             raise StorageTypeError(f"cannot batch {first.stype} samples; use CSR rows or "
                                    f"dense arrays")
         return NDArray(np.stack([x._np for x in data]), first.context)
-    return nd.array(np.asarray(data))
+    data = np.asarray(data)
+    return nd.array(data, dtype=data.dtype)
 
 
 class DataLoader:

@@ -1,12 +1,15 @@
 """Data iterators, as MXNet's ``mx.io``: ``DataBatch``, ``DataDesc``, ``DataIter``,
-``NDArrayIter`` (dense or CSR arrays in memory) and ``LibSVMIter`` (a LibSVM file streamed
-in blocks).
+``NDArrayIter`` (dense or CSR arrays in memory), ``LibSVMIter`` (LibSVM files streamed in
+blocks), ``ResizeIter`` (a fixed number of batches per pass) and ``PrefetchingIter`` (the
+next batch read in a background thread).
 
 Iterating an iterator continues the current pass; ``reset()`` starts a new one. CSR data is
 batched as CSR: sliced or gathered by rows, never densified (MXNet 1.9's NDArrayIter
 densified it, or refused to shuffle or pad it).
 """
 import os
+import queue
+import threading
 
 import numpy as np
 
@@ -18,7 +21,8 @@ from ..ndarray.dense import NDArray
 from ..random import generator
 from .libsvm import _path, _Spec, block_arrays, line_ranges, read_blocks
 
-__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter"]
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter", "ResizeIter",
+           "PrefetchingIter"]
 
 
 class DataIter:
@@ -95,18 +99,21 @@ def stack_rows(pieces):
 
 
 def _init_data(data, allow_empty, default_name):
-    """``[(name, array)]`` from an array, a list of arrays or a dict (MXNet's naming)."""
+    """``[(name, array)]`` from an array, a list of arrays or a dict, named as MXNet does: a
+    dict's entries sorted by name, a list's ``_0_data``, ``_1_data``, ... in list order (one
+    array alone: ``default_name``). Numpy, scipy and list inputs become arrays by
+    ``nd.array``'s rule (numpy of any dtype -> float32, scipy keeps its dtype)."""
     if data is None:
-        if allow_empty:
-            return []
-        raise NetsError("NDArrayIter needs data, got None")
+        data = []
     if isinstance(data, dict):
-        items = list(data.items())
+        items = sorted(data.items(), key=lambda kv: kv[0])
     elif isinstance(data, (list, tuple)):
         items = [(default_name if len(data) == 1 else f"_{i}_{default_name}", d)
                  for i, d in enumerate(data)]
     else:
         items = [(default_name, data)]
+    if not items and not allow_empty:
+        raise NetsError(f"NDArrayIter needs data, got {data!r}")
     out = []
     for name, value in items:
         arr = value if isinstance(value, NDArray) else nd.array(value)
@@ -124,10 +131,22 @@ class NDArrayIter(DataIter):
     or scipy.sparse), a list of them or a dict ``{name: array}``, all with the same number of
     rows. CSR arrays give CSR batches.
 
-    ``shuffle`` draws a new order from ``nets.random`` at every pass. ``last_batch_handle``
-    says what to do with a last batch smaller than ``batch_size``: ``'pad'`` fills it with
-    examples from the start of the pass (``batch.pad`` counts them), ``'discard'`` drops it,
-    ``'roll_over'`` keeps its examples for the first batch of the next pass.
+    Inputs are named as MXNet names them: a dict's arrays sorted by name (``batch.data``
+    and ``provide_data`` follow that order), a list's ``_0_data``, ``_1_data``, ...; numpy
+    inputs, data and labels alike, are converted by ``nd.array``'s rule, so float64 and
+    integer numpy arrays become float32 (MXNet 1.x; convert with ``nd.array(x, dtype=...)``
+    first to keep another dtype).
+
+    ``shuffle`` draws a new order from ``nets.random`` at every pass (``idx``: the order of
+    the current pass, as row numbers of the inputs). ``last_batch_handle`` says what to do
+    with a last batch smaller than ``batch_size``: ``'pad'`` fills it with examples from the
+    start of the pass (``batch.pad`` counts them; when ``batch_size`` exceeds the number of
+    examples they repeat), ``'discard'`` drops it, ``'roll_over'`` keeps its examples for
+    the first batch of the next pass: ``reset()`` after a complete pass starts the next pass
+    with them, followed by that pass's examples (a second ``reset()``, or ``hard_reset()``,
+    drops them). That first batch holds only real examples, so its ``pad`` is 0 (MXNet 1.9
+    reported the number of rolled-over examples there, which made ``predict`` drop real
+    outputs).
     """
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
@@ -155,12 +174,22 @@ class NDArrayIter(DataIter):
     def provide_label(self):
         return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype) for k, v in self.label]
 
+    @property
+    def idx(self):
+        """The order of the current pass: ``idx[k]`` is the input row of its k-th example."""
+        return self._order
+
     def reset(self):
         self._order = (generator().permutation(self.num_data) if self.shuffle
                        else np.arange(self.num_data))
         self._seq = np.concatenate([self._carry, self._order]).astype(INDEX_DTYPE)
         self._carry = np.zeros(0, INDEX_DTYPE)
         self._cursor = 0
+
+    def hard_reset(self):
+        """Start a new pass without the examples ``'roll_over'`` kept from the last one."""
+        self._carry = np.zeros(0, INDEX_DTYPE)
+        self.reset()
 
     def _next_batch(self):
         start, size = self._cursor, self.batch_size
@@ -194,11 +223,59 @@ def _width(shape, name):
     return _positive(shape[0], f"{name}[0]")
 
 
-class _RowStream:
-    """The rows of some byte ranges of a LibSVM file, parsed a block at a time."""
+def libsvm_files(source, name):
+    """The files a LibSVMIter reads for ``source``: a path, a directory (its regular,
+    non-empty, non-hidden files, sorted by name), a list of those, or MXNet's
+    ``'a;b'`` list of paths. Empty files are skipped, as MXNet's reader does."""
+    if isinstance(source, (list, tuple)):
+        found = [f for s in source for f in libsvm_files(s, name)]
+    else:
+        path = _path(source, name)
+        if os.path.isdir(path):
+            found = [os.path.join(path, f) for f in sorted(os.listdir(path))
+                     if not f.startswith(".") and os.path.isfile(os.path.join(path, f))]
+        elif not os.path.exists(path) and ";" in path:
+            found = [f for s in path.split(";") if s for f in libsvm_files(s, name)]
+        elif not os.path.isfile(path):
+            raise NetsError(f"{name}={path!r}: no such file or directory")
+        else:
+            found = [path]
+        found = [f for f in found if os.path.getsize(f) > 0]
+    if not found:
+        raise NetsError(f"{name}={source!r}: no non-empty file to read")
+    return found
 
-    def __init__(self, path, spec, ranges, order, width, n_labels, shuffle):
-        self._blocks = read_blocks(path, spec, ranges, order)
+
+def _part_blocks(paths, num_parts, part_index, block):
+    """``[(path, (lo, hi)), ...]``: the byte ranges of whole lines of part ``part_index``
+    when the files, end to end, are cut into ``num_parts`` equal byte ranges."""
+    sizes = [os.path.getsize(p) for p in paths]
+    total = sum(sizes)
+    begin, end = part_index * total // num_parts, (part_index + 1) * total // num_parts
+    out, offset = [], 0
+    for path, size in zip(paths, sizes):
+        lo, hi = min(max(begin - offset, 0), size), min(max(end - offset, 0), size)
+        if hi > lo:
+            try:
+                with open(path, "rb") as f:
+                    out += [(path, r) for r in line_ranges(f, size, lo, hi, block)]
+            except OSError as e:
+                raise NetsError(f"{path}: cannot read ({e.strerror})") from None
+        offset += size
+    return out
+
+
+def _read(blocks, spec, order):
+    for k in range(len(blocks)) if order is None else order:
+        path, rng = blocks[k]
+        yield from read_blocks(path, spec, [rng])
+
+
+class _RowStream:
+    """The rows of byte ranges of LibSVM files, parsed a block at a time."""
+
+    def __init__(self, blocks, spec, order, width, n_labels, shuffle):
+        self._blocks = _read(blocks, spec, order)
         self._spec, self._width, self._n_labels, self._shuffle = spec, width, n_labels, shuffle
         self._rows, self._pos = None, 0
 
@@ -224,9 +301,11 @@ class _RowStream:
 
 
 class LibSVMIter(DataIter):
-    """Batches of a LibSVM file read in ``chunk_bytes`` blocks: memory is bounded by the
+    """Batches of LibSVM files read in ``chunk_bytes`` blocks: memory is bounded by the
     block size, not the file size. Yields ``DataBatch(data=[CSR (batch_size, n_features)],
-    label=[labels], pad)``.
+    label=[labels], pad)``. ``data_libsvm`` (and ``label_libsvm``) is a file, a directory
+    (its non-empty, non-hidden files in name order), a list of those or MXNet's ``'a;b'``
+    string; the files are read one after the other as one stream.
 
     Labels: with ``label_libsvm``, the rows of that file as CSR ``(batch_size, k)`` for
     ``label_shape=(k,)`` (its own labels are ignored; it must have as many lines as
@@ -238,8 +317,8 @@ class LibSVMIter(DataIter):
     counts them), otherwise with empty rows and zero labels (``pad`` counts those too). Each
     pass starts at the beginning of the part (MXNet's continued where the filling stopped).
     ``num_parts``/``part_index``: the part read, for data-parallel readers; part p holds the
-    lines starting in the p-th of ``num_parts`` equal byte ranges of the file (as MXNet), so
-    the parts partition the rows. ``zero_based`` says whether indices count from 0 (as
+    lines starting in the p-th of ``num_parts`` equal byte ranges of the files put end to end
+    (as MXNet), so the parts partition the rows. ``zero_based`` says whether indices count from 0 (as
     MXNet's) or 1. ``shuffle`` visits the blocks in a random order and shuffles the rows
     within each block (a block shuffle: memory stays bounded). An index ``>= n_features`` or
     a malformed line raises ``NetsError`` naming the file, line and token (MXNet silently
@@ -268,33 +347,27 @@ class LibSVMIter(DataIter):
         multilabel = n_labels > 1 and label_libsvm is None
         self._label_csr = n_labels > 1 or label_libsvm is not None
         self._label_shape = (n_labels,) if self._label_csr else ()
-        self._files = [(_path(data_libsvm, "data_libsvm"),
-                        _Spec(self.n_features, zero_based, "float32", multilabel,
-                              n_labels if multilabel else None), self.n_features)]
+        self._sources = [(data_libsvm, _Spec(self.n_features, zero_based, "float32", multilabel,
+                                             n_labels if multilabel else None), self.n_features)]
         if label_libsvm is not None:
-            self._files.append((_path(label_libsvm, "label_libsvm"),
-                                _Spec(n_labels, zero_based, "float32"), n_labels))
-        self._ranges = []
-        for path, _, _ in self._files:
-            try:
-                with open(path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    self._ranges.append(line_ranges(f, size, num_parts, part_index,
-                                                    self._chunk))
-            except OSError as e:
-                raise NetsError(f"{path}: cannot read ({e.strerror})") from None
+            self._sources.append((label_libsvm, _Spec(n_labels, zero_based, "float32"),
+                                  n_labels))
+        self._blocks = [_part_blocks(libsvm_files(src, name), num_parts, part_index,
+                                     self._chunk)
+                        for (src, _, _), name in zip(self._sources, ("data_libsvm",
+                                                                      "label_libsvm"))]
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]
         self.provide_label = [DataDesc(label_name, (self.batch_size,) + self._label_shape)]
         self.reset()
 
     def _streams(self, order=None, shuffle=False):
-        return [_RowStream(path, spec, ranges, order, width, spec.lab_limit + 1, shuffle)
-                for (path, spec, width), ranges in zip(self._files, self._ranges)]
+        return [_RowStream(blocks, spec, order, width, spec.lab_limit + 1, shuffle)
+                for (_, spec, width), blocks in zip(self._sources, self._blocks)]
 
     def reset(self):
         order = None
         if self.shuffle:
-            order = generator().permutation(len(self._ranges[0]))
+            order = generator().permutation(len(self._blocks[0]))
         self._active = self._streams(order, self.shuffle)
 
     def _take(self, streams, n):
@@ -302,8 +375,8 @@ class LibSVMIter(DataIter):
         got = [s.take(n) for s in streams]
         counts = [sum(p[0].shape[0] for p in g) for g in got]
         if len(set(counts)) > 1:
-            raise NetsError(f"{self._files[1][0]} has a different number of lines than "
-                            f"{self._files[0][0]}")
+            raise NetsError(f"label_libsvm={self._sources[1][0]!r} has a different number of "
+                            f"lines than data_libsvm={self._sources[0][0]!r}")
         xs = [p[0] for p in got[0]]
         ys = [p[0] for p in got[1]] if len(got) > 1 else [p[1] for p in got[0]]
         return xs, ys, counts[0]
@@ -334,3 +407,178 @@ class LibSVMIter(DataIter):
     def getlabel(self):
         """The current batch's label array."""
         return self._current().label[0]
+
+
+class ResizeIter(DataIter):
+    """``data_iter`` cut or stretched to ``size`` batches per pass (MXNet's ``ResizeIter``):
+    when ``data_iter`` ends early it is reset and continues; ``reset()`` resets it too
+    unless ``reset_internal=False`` (then the next pass continues where this one stopped).
+    """
+
+    def __init__(self, data_iter, size, reset_internal=True):
+        super().__init__(data_iter.batch_size)
+        self.data_iter, self.size = data_iter, _positive(size, "size")
+        self.reset_internal = reset_internal
+        self.provide_data = data_iter.provide_data
+        self.provide_label = data_iter.provide_label
+        if hasattr(data_iter, "default_bucket_key"):
+            self.default_bucket_key = data_iter.default_bucket_key
+        self.cur = 0
+
+    def reset(self):
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def _next_batch(self):
+        if self.cur == self.size:
+            return None
+        try:
+            batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            try:
+                batch = self.data_iter.next()
+            except StopIteration:
+                raise NetsError("ResizeIter: the wrapped iterator yields no batch even "
+                                "right after reset()") from None
+        self.cur += 1
+        return batch
+
+
+_END = object()  # the prefetching thread's "pass over" mark
+
+
+def _prefetch(iters, out, stop):
+    """Thread body: read one batch from each iterator, hand the list to ``out`` (a queue of
+    one), repeat until the pass ends, ``stop`` is set or an iterator raises (the exception
+    is handed over instead). It holds no reference to the ``PrefetchingIter``, so an
+    abandoned one can be collected (and its thread stopped by ``__del__``)."""
+    while not stop.is_set():
+        try:
+            batches = [next(it, None) for it in iters]
+            if all(b is None for b in batches):
+                item = _END
+            elif any(b is None for b in batches):
+                ended = [i for i, b in enumerate(batches) if b is None]
+                item = NetsError(f"PrefetchingIter: iterators {ended} ended before the "
+                                 f"others; the wrapped iterators must yield as many batches")
+            else:
+                item = batches
+        except Exception as e:  # handed to the consumer, raised there
+            item = e
+        out.put(item)
+        if item is _END or isinstance(item, Exception):
+            return
+
+
+class PrefetchingIter(DataIter):
+    """Reads the next batch of ``iters`` (a ``DataIter`` or a list of them, yielding as many
+    batches each) in a background thread while the current one is used (MXNet's
+    ``PrefetchingIter``). Each batch joins the batches of all iterators: ``data`` and
+    ``label`` are concatenated in the order of ``iters``; ``pad`` and ``index`` are the
+    first iterator's (every iterator must report the same ``pad``).
+
+    ``rename_data``/``rename_label``: one dict per iterator, ``{old name: new name}``, for
+    every name of its ``provide_data``/``provide_label``.
+
+    The thread reads at most one batch ahead and ends with the pass; ``reset()`` waits for
+    it, resets the wrapped iterators and starts the next pass. ``close()`` (also on
+    ``with``-exit and garbage collection) stops it mid-pass. An exception raised by a
+    wrapped iterator is raised by ``next()``.
+    """
+
+    def __init__(self, iters, rename_data=None, rename_label=None):
+        super().__init__()
+        self.iters = list(iters) if isinstance(iters, (list, tuple)) else [iters]
+        if not self.iters:
+            raise NetsError("PrefetchingIter needs at least one iterator")
+        self.n_iter = len(self.iters)
+        self.rename_data = self._renames(rename_data, "rename_data")
+        self.rename_label = self._renames(rename_label, "rename_label")
+        self.provide_data = self._described("provide_data", self.rename_data)
+        self.provide_label = self._described("provide_label", self.rename_label)
+        self.batch_size = self.provide_data[0].shape[0] if self.provide_data else 0
+        self._thread = None
+        self._start()
+
+    def _renames(self, renames, what):
+        if renames is None:
+            return None
+        if isinstance(renames, dict):
+            renames = [renames]
+        if len(renames) != self.n_iter:
+            raise NetsError(f"{what} has {len(renames)} entries for {self.n_iter} iterators; "
+                            f"give one dict per iterator")
+        return list(renames)
+
+    def _described(self, attr, renames):
+        out = []
+        for k, it in enumerate(self.iters):
+            for desc in getattr(it, attr, None) or []:
+                desc = desc if isinstance(desc, DataDesc) else DataDesc(*desc)
+                if renames is not None:
+                    if desc.name not in renames[k]:
+                        raise NetsError(f"PrefetchingIter: {attr} name {desc.name!r} of "
+                                        f"iterator {k} has no entry in its rename dict "
+                                        f"{renames[k]!r}")
+                    desc = DataDesc(renames[k][desc.name], desc.shape, desc.dtype,
+                                    desc.layout)
+                out.append(desc)
+        return out
+
+    def _start(self):
+        self._queue, self._stop, self._done = queue.Queue(maxsize=1), threading.Event(), False
+        self._thread = threading.Thread(target=_prefetch, args=(self.iters, self._queue,
+                                                                self._stop),
+                                        name="nets-PrefetchingIter", daemon=True)
+        self._thread.start()
+
+    def close(self):
+        """Stop the prefetching thread (waiting for a batch being read); the iterator yields
+        nothing more until ``reset()``."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        try:  # the thread puts at most one more item after `stop`: free the slot for it
+            self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        thread.join()
+        self._thread, self._done = None, True
+
+    def reset(self):
+        self.close()
+        for it in self.iters:
+            it.reset()
+        self._start()
+
+    def _next_batch(self):
+        if self._done:
+            return None
+        item = self._queue.get()
+        if item is _END or isinstance(item, Exception):
+            self._thread.join()
+            self._thread, self._done = None, True
+            if item is _END:
+                return None
+            raise item
+        pads = {b.pad for b in item}
+        if len(pads) > 1:
+            raise NetsError(f"PrefetchingIter: the iterators' batches have different pads "
+                            f"{[b.pad for b in item]}")
+        return DataBatch(sum((list(b.data) for b in item), []),
+                         sum((list(b.label or []) for b in item), []), pad=item[0].pad,
+                         index=item[0].index, provide_data=self.provide_data,
+                         provide_label=self.provide_label)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_thread", None) is not None:
+            self.close()

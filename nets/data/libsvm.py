@@ -203,15 +203,15 @@ def _line_start(f, pos, size):
     return size
 
 
-def line_ranges(f, size, num_parts, part_index, block):
-    """Byte ranges ``[(lo, hi), ...]`` of whole lines covering part ``part_index`` of the file,
-    each about ``block`` bytes (a longer line makes its range longer).
+def line_ranges(f, size, begin, end, block):
+    """Byte ranges ``[(lo, hi), ...]`` of the whole lines of the file that start in bytes
+    ``[begin, end)``, each about ``block`` bytes (a longer line makes its range longer).
 
-    Part p holds the lines that start in ``[p * size // num_parts, (p + 1) * size //
-    num_parts)``: the parts partition the file's lines, as MXNet's InputSplit does.
+    Cutting a file (or several, end to end) at byte positions this way partitions its lines,
+    as MXNet's InputSplit does for ``num_parts``.
     """
-    lo = _line_start(f, part_index * size // num_parts, size)
-    hi = _line_start(f, (part_index + 1) * size // num_parts, size)
+    lo = _line_start(f, begin, size)
+    hi = _line_start(f, end, size)
     starts = [lo] + [_line_start(f, b, size) for b in range(lo + block, hi, block)] + [hi]
     starts = [min(s, hi) for s in starts]
     return [(a, b) for a, b in zip(starts[:-1], starts[1:]) if b > a]
@@ -283,7 +283,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
         if hit is not None:
             return hit if query_id else hit[:2]
     with open(path, "rb") as f:
-        ranges = line_ranges(f, stat.st_size, 1, 0, LOAD_BLOCK)
+        ranges = line_ranges(f, stat.st_size, 0, stat.st_size, LOAD_BLOCK)
     blocks = []
     with _Progress(progress, stat.st_size, os.path.basename(path)) as bar:
         for lo, hi, block in read_blocks(path, spec, ranges):

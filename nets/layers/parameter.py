@@ -1,7 +1,7 @@
 """``Parameter`` and ``ParameterDict`` (MXNet Gluon's, sparse-aware).
 
-A parameter holds one array of storage type ``stype`` ('default' or
-'row_sparse') and, unless ``grad_req='null'``, a gradient of storage type
+A parameter holds one array of storage type ``stype`` ('default', 'row_sparse' or
+'csr') and, unless ``grad_req='null'``, a gradient of storage type
 ``grad_stype``. Sparse gradients do not require sparse weights: a dense weight
 with a row_sparse gradient is the common, first-class case.
 """
@@ -37,18 +37,24 @@ class Parameter:
     A dimension of 0 (or -1) in ``shape`` is unknown until the first forward pass
     (deferred initialization). ``stype='row_sparse'`` stores the weight as rows;
     ``grad_stype='row_sparse'`` makes backward deliver only the touched rows.
+    ``stype='csr'`` stores a 2-D weight as CSR (its initial values are the initializer's
+    non-zeros); its gradient is ``'csr'`` (the weight's stored values) or ``'default'``.
     """
 
     def __init__(self, name, grad_req="write", shape=None, dtype="float32", lr_mult=1.0,
                  wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
                  stype="default", grad_stype="default"):
         for arg, value in (("stype", stype), ("grad_stype", grad_stype)):
-            if value not in ("default", "row_sparse"):
-                raise NetsError(f"Parameter {name!r}: {arg}={value!r}; expected 'default' or "
-                                f"'row_sparse'")
+            if value not in ("default", "row_sparse", "csr"):
+                raise NetsError(f"Parameter {name!r}: {arg}={value!r}; expected 'default', "
+                                f"'row_sparse' or 'csr'")
         if stype == "row_sparse" and grad_stype != "row_sparse":
             raise NetsError(f"Parameter {name!r}: a row_sparse weight needs "
                             f"grad_stype='row_sparse' (got {grad_stype!r})")
+        if (stype == "csr") != (grad_stype == "csr") and grad_stype != "default":
+            raise NetsError(f"Parameter {name!r}: grad_stype={grad_stype!r} with "
+                            f"stype={stype!r}; a csr gradient needs a csr weight, whose "
+                            f"gradient is 'csr' or 'default'")
         self.name = name
         self._shape = None if shape is None else self._as_shape(shape)
         self.dtype = as_dtype(dtype)

@@ -299,10 +299,12 @@ class Module(BaseModule):
         if len(data) != len(self._data_names):
             raise NetsError(f"forward: the batch has {len(data)} data arrays, the module "
                             f"{len(self._data_names)} data_names {self._data_names}")
-        feed = dict(zip(self._data_names, data))
+        # the batch's arrays follow the bound descriptions' order (the iterator's
+        # provide_data, e.g. a dict's names sorted), as MXNet's executor group feeds them
+        feed = dict(zip([d.name for d in self._data_shapes], data))
         labels = list(data_batch.label or ())
         if labels and self._label_names:
-            feed.update(zip(self._label_names, labels))
+            feed.update(zip([d.name for d in self._label_shapes] or self._label_names, labels))
         args = self._exec.arg_dict
         new = {n: a.shape for n, a in feed.items() if a.shape != args[n].shape}
         if new:

@@ -2,10 +2,11 @@
 operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
 
 A face only: the arrays are ``nets.ndarray`` (the array floor), the operators
-``nets.ops`` (and ``Custom``, of ``nets.operator``); this package sits above both and
-defines nothing of its own except the MXNet conveniences ``waitall`` and ``concatenate``,
-and ``_internal``: MXNet's internal operator names (``nd._internal._square_sum``), built
-by ``internal_namespace``, which ``nets.sym._internal`` uses too.
+``nets.ops`` (and ``Custom``, of ``nets.operator``), ``save``/``load``
+``nets.serialization``; this package sits above them and defines nothing of its own
+except the MXNet conveniences ``waitall`` and ``concatenate``, and ``_internal``: MXNet's
+internal operator names (``nd._internal._square_sum``), built by ``internal_namespace``,
+which ``nets.sym._internal`` uses too.
 """
 import types as _types
 
@@ -13,8 +14,9 @@ from ..ndarray import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray,
                        empty, from_numpy, full, ones, zeros)
 from ..ops import *
 from ..ops import __all__ as _op_names
-from ..ops.registry import OPS as _OPS
 from ..operator import Custom
+from ..ops.registry import OPS as _OPS
+from ..serialization import load, save
 from . import random, sparse  # the faces below, not the floor's modules of those names
 
 
@@ -58,5 +60,5 @@ _internal = internal_namespace(globals(), "MXNet's ``mx.nd._internal``: the oper
                                "nets.nd under their internal names (``_square_sum``, ...).")
 
 __all__ = ["NDArray", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros",
-           "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "random",
-           "sparse", "Custom"] + list(_op_names)
+           "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "save",
+           "load", "random", "sparse", "Custom"] + list(_op_names)

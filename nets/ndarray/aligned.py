@@ -34,3 +34,10 @@ def empty(shape, dtype):
     """An uninitialised numpy array, for a caller that writes every element."""
     out = _aligned(shape, dtype, np.empty)
     return np.empty(shape, dtype) if out is None else out
+
+
+def copy(a):
+    """A C-contiguous copy of the numpy array ``a`` in a buffer from ``empty``."""
+    out = empty(a.shape, a.dtype)
+    out[...] = a
+    return out

@@ -108,6 +108,15 @@ class BaseSparseNDArray(NDArray):
         return type(self)(self._data.astype(as_dtype(dtype)), *parts, shape=self._shape,
                           ctx=self._ctx)
 
+    def _buffers(self):
+        return [self._data] + [getattr(self, p) for p in self._parts]
+
+    def __setstate__(self, state):
+        self._data, *parts = state["buffers"]
+        for name, value in zip(self._parts, parts):
+            setattr(self, name, value)
+        self._shape, self._ctx = tuple(state["shape"]), state["ctx"]
+
     def detach(self):
         return type(self)(self._data, *[getattr(self, p) for p in self._parts],
                           shape=self._shape, ctx=self._ctx)

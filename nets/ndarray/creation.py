@@ -21,7 +21,8 @@ def _is_scipy_sparse(x):
 
 
 def _source_dtype(source, dtype):
-    """MXNet's rule: keep an array source's dtype, otherwise float32."""
+    """MXNet's rule for the sparse constructors: keep an array source's dtype (numpy, scipy
+    or nets), otherwise float32."""
     if dtype is not None:
         return as_dtype(dtype)
     if isinstance(source, (np.ndarray, NDArray)) or _is_scipy_sparse(source):
@@ -34,15 +35,20 @@ def array(source_array, ctx=None, dtype=None):
 
     A scipy.sparse source gives a ``CSRNDArray`` (sharing its values when no cast is
     needed), a sparse nets array keeps its storage type (copied); everything else gives
-    a dense ``NDArray`` (always a copy). ``dtype`` defaults to the source's dtype for
-    numpy, scipy and nets sources and to float32 otherwise (MXNet's rule).
+    a dense ``NDArray`` (always a copy).
+
+    ``dtype`` defaults to MXNet 1.x's rule: the source's dtype for a nets array or a
+    scipy.sparse matrix, and **float32** for everything else -- numpy arrays of any dtype
+    (float64, int64, bool, ...), lists and Python scalars. So ``array(np.zeros(3))`` is
+    float32; pass ``dtype=`` (e.g. ``dtype=x.dtype``) to keep a numpy array's dtype.
     """
     ctx = current_context(ctx)
-    dtype = _source_dtype(source_array, dtype)
-    if _is_scipy_sparse(source_array):
-        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    if isinstance(source_array, NDArray):
+    if _is_scipy_sparse(source_array) or isinstance(source_array, NDArray):
+        dtype = _source_dtype(source_array, dtype)
+        if _is_scipy_sparse(source_array):
+            return csr_matrix(source_array, ctx=ctx, dtype=dtype)
         return source_array.astype(dtype).as_in_context(ctx)
+    dtype = as_dtype(dtype)
     try:
         source = np.asarray(source_array, dtype=dtype)
     except (TypeError, ValueError) as e:
@@ -156,10 +162,12 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     - an array of any storage type (copied; a row_sparse one is converted, not densified),
       a numpy array or a nested list;
     - ``(M, N)``: an empty matrix of that shape.
+
+    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
-        return zeros_sparse("csr", arg1, ctx, dtype)
+        return _check_shape_arg(zeros_sparse("csr", arg1, ctx, dtype), shape)
     if _is_scipy_sparse(arg1):
         m = arg1.tocsr()
         if not m.has_canonical_format:
@@ -220,10 +228,12 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     - an array of any storage type (copied; a CSR one is converted, not densified),
       a numpy array or a nested list (the rows holding a non-zero are stored);
     - ``(D0, D1, ...)``: an all-zero array of that shape.
+
+    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
-        return zeros_sparse("row_sparse", arg1, ctx, dtype)
+        return _check_shape_arg(zeros_sparse("row_sparse", arg1, ctx, dtype), shape)
     if isinstance(arg1, tuple) and len(arg1) == 2:
         data = _copy_np(arg1[0]).astype(_source_dtype(arg1[0], dtype), copy=False)
         indices = as_index(_copy_np(arg1[1]), "indices").reshape(-1)

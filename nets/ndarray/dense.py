@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..base import RECORDER, NetsError, ShapeError, as_dtype, cpu, current_context
+from . import aligned
 
 _CPU = cpu()
 
@@ -208,6 +209,19 @@ class NDArray:
     def _scatter_into(self, dense):
         """Write own values into the numpy array ``dense`` (sparse classes override)."""
         dense[...] = self._np
+
+    # -- pickling (in memory, e.g. for multiprocessing; nets' files never use pickle) ------
+    def _buffers(self):
+        return [self._np]
+
+    def __getstate__(self):
+        """The values, shape and context: a pickled array leaves its autograd graph and
+        gradient behind (as MXNet's does); views are pickled as their own values."""
+        return {"buffers": self._buffers(), "shape": tuple(self.shape), "ctx": self._ctx}
+
+    def __setstate__(self, state):
+        self._np = aligned.copy(state["buffers"][0])
+        self._ctx = state["ctx"]
 
 
 __all__ = ["NDArray"]

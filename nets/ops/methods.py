@@ -12,6 +12,7 @@ import numbers
 
 from ..base import check_stype
 from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
 
 __all__ = ["FLUENT_METHODS", "install"]
 
@@ -75,6 +76,7 @@ def install(ops):
         setattr(NDArray, f"__{py}__", _binary(getattr(ops, name), f"__{py}__"))
     for name in FLUENT_METHODS:
         setattr(NDArray, name, _fluent(getattr(ops, name), name))
+    RowSparseNDArray.retain = _fluent(ops.retain, "retain")  # MXNet: row_sparse arrays only
     negative, absolute, transpose = ops.negative, ops.abs, ops.transpose
     cast_storage, reshape = ops.cast_storage, ops.reshape
 

@@ -107,7 +107,7 @@ def _as_input(x, op, name):
     if x is None or isinstance(x, NDArray):
         return x
     if isinstance(x, np.ndarray) or type(x).__module__.startswith("scipy.sparse"):
-        return _to_array(x)
+        return _to_array(x, dtype=x.dtype)  # an operator keeps a numpy input's dtype
     raise TypeError(f"{op}: input {name!r} must be an NDArray, got {type(x).__name__} ({x!r:.60})")
 
 

@@ -147,3 +147,11 @@ def test_dataloader_threads_give_the_same_batches():
 def test_dataloader_errors(kwargs, match):
     with pytest.raises(NetsError, match=match):
         data.DataLoader(data.SimpleDataset([1, 2, 3]), **kwargs)
+
+
+def test_default_batchify_keeps_numpy_dtypes_as_gluon():
+    """Gluon's batchify passes dtype=data.dtype: int labels stay int64, float64 stays."""
+    ds = data.ArrayDataset(np.arange(6.0).reshape(3, 2), np.arange(3, dtype=np.int64))
+    x, y = next(iter(data.DataLoader(ds, batch_size=3)))
+    assert x.dtype == np.float64 and y.dtype == np.int64
+    np.testing.assert_array_equal(y.asnumpy(), [0, 1, 2])

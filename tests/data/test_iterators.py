@@ -90,7 +90,7 @@ def test_ndarrayiter_inputs_and_descriptions():
     it = data.NDArrayIter({"a": x, "b": np.ones((6, 2, 2))}, {"lab": y}, batch_size=4)
     assert [(d.name, d.shape) for d in it.provide_data] == [("a", (4, 3)), ("b", (4, 2, 2))]
     assert [(d.name, d.shape) for d in it.provide_label] == [("lab", (4,))]
-    assert it.provide_data[1].dtype == np.float64
+    assert it.provide_data[1].dtype == np.float32  # numpy float64 becomes float32 (MXNet 1.x)
     it = data.NDArrayIter([x, x], batch_size=2)
     assert [d.name for d in it.provide_data] == ["_0_data", "_1_data"] and it.provide_label == []
     it = data.NDArrayIter(x, y, batch_size=4, label_name="lbl")
@@ -310,7 +310,7 @@ def test_libsvmiter_errors_name_file_line_and_token(tmp_path, libsvm_file):
     ({"batch_size": 2, "zero_based": "auto"}, "cannot infer the base"),
     ({"batch_size": 2, "num_parts": 2, "part_index": 2}, "part_index=2"),
     ({"batch_size": 2, "label_libsvm": "x.t", "num_parts": 2}, "in step"),
-    ({"batch_size": 2, "data_libsvm": "missing.svm"}, "missing.svm: cannot read"),
+    ({"batch_size": 2, "data_libsvm": "missing.svm"}, "missing.svm.*no such file"),
 ])
 def test_libsvmiter_argument_errors(libsvm_file, kwargs, match):
     args = {"data_libsvm": libsvm_file[0], "data_shape": (N_FEATURES,), **kwargs}
@@ -325,3 +325,284 @@ def test_libsvmiter_descriptions(libsvm_file):
     batch = next(it)
     assert it.getdata() is batch.data[0] and it.getlabel() is batch.label[0]
     assert it.getpad() == 0 and it.getlabel().shape == (8,)
+
+
+# -- MXNet's NDArrayIter behaviour (io.py's documented examples) ----------------------------
+
+def _doc_data():
+    """MXNet's docstring example: 10 examples of shape (2, 2); example i holds 4i..4i+3."""
+    return np.arange(40).reshape((10, 2, 2)), np.arange(10).reshape(10, 1)
+
+
+def _examples(batch):
+    return (batch.data[0].asnumpy()[:, 0, 0] // 4).astype(int).tolist()
+
+
+@pytest.mark.parametrize("handle, passes, pads", [
+    ("pad", [[[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 0, 1]]] * 2, [[0, 0, 0, 2]] * 2),
+    ("discard", [[[0, 1, 2], [3, 4, 5], [6, 7, 8]]] * 2, [[0, 0, 0]] * 2),
+    # the leftover example 9 opens pass 2 (MXNet's doc: [36..39], [0..3], [4..7]); pass 2
+    # then leaves 8 and 9, which open pass 3, whose 12 examples make 4 full batches
+    ("roll_over", [[[0, 1, 2], [3, 4, 5], [6, 7, 8]],
+                   [[9, 0, 1], [2, 3, 4], [5, 6, 7]],
+                   [[8, 9, 0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]],
+     [[0, 0, 0], [0, 0, 0], [0, 0, 0, 0]]),
+])
+def test_ndarrayiter_mxnet_doc_example(handle, passes, pads):
+    x, y = _doc_data()
+    it = data.NDArrayIter(x, y, 3, False, last_batch_handle=handle)
+    for k, (expected, expected_pads) in enumerate(zip(passes, pads)):
+        if k:
+            it.reset()
+        batches = list(it)
+        assert [_examples(b) for b in batches] == expected
+        assert [b.pad for b in batches] == expected_pads
+        for b, ids in zip(batches, expected):
+            assert b.data[0].shape == (3, 2, 2) and b.label[0].shape == (3, 1)
+            np.testing.assert_array_equal(b.label[0].asnumpy()[:, 0], ids)
+
+
+def test_ndarrayiter_mxnet_unit_test_counts():
+    """MXNet's test_io: 1000 examples (label i // 100), batch 128 -> 8, 7 and 7 batches; label
+    0 seen 124, 100, 100 times and label 8 100, 96, 96 times; after the roll_over pass a
+    reset gives the padded last batch of 'pad' (examples 896..999 then 0..23)."""
+    x = np.repeat((np.arange(1000) // 100)[:, None], 4, axis=1).astype(np.float64)
+    y = np.arange(1000) // 100
+    last = {}
+    for handle, n_batches, count0, count8 in (("pad", 8, 124, 100), ("discard", 7, 100, 96),
+                                              ("roll_over", 7, 100, 96)):
+        it = data.NDArrayIter(x, y, 128, False, last_batch_handle=handle)
+        batches = list(it)
+        labels = np.concatenate([b.label[0].asnumpy() for b in batches])
+        assert len(batches) == n_batches
+        assert (labels == 0).sum() == count0 and (labels == 8).sum() == count8
+        last[handle] = batches[-1]
+    it.reset()
+    np.testing.assert_array_equal(it.next().data[0].asnumpy(), last["pad"].data[0].asnumpy())
+    np.testing.assert_array_equal(last["pad"].data[0].asnumpy()[:, 0],
+                                  np.r_[np.arange(896, 1000), np.arange(24)] // 100)
+
+
+def test_ndarrayiter_pad_repeats_when_the_batch_exceeds_the_data():
+    it = data.NDArrayIter(np.arange(10), batch_size=205, last_batch_handle="pad")
+    batch = it.next()
+    np.testing.assert_array_equal(batch.data[0].asnumpy(),
+                                  np.concatenate([np.tile(np.arange(10), 20), np.arange(5)]))
+    assert batch.pad == 195
+
+
+def test_ndarrayiter_roll_over_second_reset_and_hard_reset_drop_the_leftover():
+    x, y = _doc_data()
+    for restart in ("reset_twice", "hard_reset"):
+        it = data.NDArrayIter(x, y, 3, last_batch_handle="roll_over")
+        list(it)
+        if restart == "reset_twice":
+            it.reset()
+            it.reset()
+        else:
+            it.hard_reset()
+        assert [_examples(b) for b in it] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+
+
+def test_ndarrayiter_dict_inputs_are_sorted_by_name_and_numpy_becomes_float32():
+    n = 4
+    it = data.NDArrayIter({"zeta": np.full((n, 1), 2.0), "alpha": np.arange(n * 2).reshape(n, 2)},
+                          {"lab_b": np.ones(n, np.int64), "lab_a": np.zeros(n)}, batch_size=2)
+    assert [d.name for d in it.provide_data] == ["alpha", "zeta"]
+    assert [d.name for d in it.provide_label] == ["lab_a", "lab_b"]
+    assert all(d.dtype == np.float32 for d in it.provide_data + it.provide_label)
+    batch = it.next()
+    assert [a.dtype for a in batch.data + batch.label] == [np.float32] * 4
+    np.testing.assert_array_equal(batch.data[0].asnumpy(), [[0, 1], [2, 3]])
+    np.testing.assert_array_equal(batch.data[1].asnumpy(), [[2], [2]])
+    np.testing.assert_array_equal(batch.label[0].asnumpy(), [0, 0])
+    np.testing.assert_array_equal(batch.label[1].asnumpy(), [1, 1])
+    # a nets array keeps its dtype, as nd.array(NDArray) does
+    kept = data.NDArrayIter(nets.nd.array(np.ones((4, 2)), dtype="float64"), batch_size=2)
+    assert kept.provide_data[0].dtype == np.float64 and kept.next().data[0].dtype == np.float64
+
+
+def test_ndarrayiter_shuffle_idx_names_each_example():
+    x, y = _doc_data()
+    nets.random.seed(3)
+    it = data.NDArrayIter(x, y, 1, shuffle=True)
+    for k in range(2):
+        if k:
+            it.reset()
+        order = it.idx.copy()
+        assert sorted(order.tolist()) == list(range(10))
+        assert [_examples(b)[0] for b in it] == order.tolist()
+
+
+# -- ResizeIter ------------------------------------------------------------------------------
+
+def test_resizeiter_cuts_and_stretches_passes():
+    x, y = _doc_data()
+    inner = data.NDArrayIter(x, y, 4, last_batch_handle="discard")  # 2 batches a pass
+    it = data.ResizeIter(inner, 5)
+    assert it.provide_data == inner.provide_data and it.batch_size == 4
+    assert [_examples(b) for b in it] == [[0, 1, 2, 3], [4, 5, 6, 7]] * 2 + [[0, 1, 2, 3]]
+    assert list(it) == []
+    it.reset()  # resets the inner iterator too
+    assert [_examples(b) for b in it][:2] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    short = data.ResizeIter(data.NDArrayIter(x, y, 4, last_batch_handle="discard"), 1,
+                            reset_internal=False)
+    firsts = []
+    for _ in range(3):
+        firsts += [_examples(b) for b in short]
+        short.reset()
+    assert firsts == [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3]]  # continues across passes
+    with pytest.raises(NetsError, match="size=0"):
+        data.ResizeIter(inner, 0)
+
+
+# -- PrefetchingIter -------------------------------------------------------------------------
+
+def _prefetch_threads():
+    import threading
+    return [t for t in threading.enumerate() if t.name == "nets-PrefetchingIter"]
+
+
+def test_prefetchingiter_yields_the_wrapped_batches_over_passes():
+    x, y = _doc_data()
+    plain = data.NDArrayIter(x, y, 3, last_batch_handle="roll_over")
+    expected = []
+    for k in range(3):
+        if k:
+            plain.reset()
+        expected.append([(_examples(b), b.pad) for b in plain])
+    it = data.PrefetchingIter(data.NDArrayIter(x, y, 3, last_batch_handle="roll_over"))
+    assert it.batch_size == 3 and [d.name for d in it.provide_data] == ["data"]
+    for k in range(3):
+        if k:
+            it.reset()
+        got = [(_examples(b), b.pad) for b in it]
+        assert got == expected[k]
+        assert list(it) == [] and not it.iter_next()
+        assert _prefetch_threads() == []  # the thread ends with the pass
+
+
+def test_prefetchingiter_joins_several_iterators_and_renames():
+    x, y = _doc_data()
+    it1 = data.NDArrayIter({"data": x}, {"label": y}, 5)
+    it2 = data.NDArrayIter({"data": x * 10}, {"label": y * 10}, 5)
+    it = data.PrefetchingIter([it1, it2], rename_data=[{"data": "d1"}, {"data": "d2"}],
+                              rename_label=[{"label": "l1"}, {"label": "l2"}])
+    assert [(d.name, d.shape) for d in it.provide_data] == [("d1", (5, 2, 2)), ("d2", (5, 2, 2))]
+    assert [d.name for d in it.provide_label] == ["l1", "l2"]
+    batches = list(it)
+    assert len(batches) == 2
+    for k, b in enumerate(batches):
+        rows = np.arange(5 * k, 5 * k + 5)
+        np.testing.assert_array_equal(b.data[0].asnumpy(), x[rows])
+        np.testing.assert_array_equal(b.data[1].asnumpy(), x[rows] * 10)
+        np.testing.assert_array_equal(b.label[1].asnumpy(), y[rows] * 10)
+        assert [d.name for d in b.provide_data] == ["d1", "d2"]
+    with pytest.raises(NetsError, match="no entry"):
+        data.PrefetchingIter([it1], rename_data=[{"other": "x"}])
+    with pytest.raises(NetsError, match="one dict per iterator"):
+        data.PrefetchingIter([it1, it2], rename_data=[{"data": "x"}])
+
+
+def test_prefetchingiter_close_stops_the_thread_mid_pass():
+    x, y = _doc_data()
+    with data.PrefetchingIter(data.NDArrayIter(x, y, 1)) as it:
+        assert _examples(it.next()) == [0]
+        assert len(_prefetch_threads()) == 1  # reading example 1 ahead
+    assert _prefetch_threads() == [] and list(it) == []
+    it.reset()  # a closed iterator starts again from reset()
+    assert [_examples(b)[0] for b in it] == list(range(10))
+    abandoned = data.PrefetchingIter(data.NDArrayIter(x, y, 1))
+    abandoned.next()
+    del abandoned  # garbage collection stops its thread
+    import gc
+    gc.collect()
+    assert _prefetch_threads() == []
+
+
+class _Failing(data.DataIter):
+    def __init__(self):
+        super().__init__(2)
+        self.provide_data, self.provide_label = [data.DataDesc("data", (2, 1))], []
+
+    def reset(self):
+        pass
+
+    def _next_batch(self):
+        raise ValueError("broken source")
+
+
+def test_prefetchingiter_raises_the_wrapped_errors():
+    with pytest.raises(ValueError, match="broken source"):
+        data.PrefetchingIter(_Failing()).next()
+    x, y = _doc_data()
+    uneven = data.PrefetchingIter([data.NDArrayIter(x, y, 5), data.NDArrayIter(x, y, 2)])
+    list(zip(range(2), uneven))
+    with pytest.raises(NetsError, match="ended before the others"):
+        uneven.next()
+    assert _prefetch_threads() == []
+
+
+# -- LibSVMIter over several files -----------------------------------------------------------
+
+def _split_file(path, folder, cuts):
+    """The lines of ``path`` written into files ``part-0``, ``part-1``, ... of ``folder``,
+    cut before the given line numbers."""
+    lines = open(path, newline="").read().splitlines(keepends=True)
+    folder.mkdir()
+    bounds = [0] + list(cuts) + [len(lines)]
+    paths = []
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        p = folder / f"part-{k}"
+        p.write_text("".join(lines[a:b]), newline="")
+        paths.append(str(p))
+    return paths
+
+
+@pytest.mark.parametrize("chunk_bytes", [25, 1 << 20])
+def test_libsvmiter_reads_a_directory_a_list_or_a_semicolon_string(tmp_path, libsvm_file,
+                                                                   chunk_bytes):
+    path, X, y = libsvm_file
+    paths = _split_file(path, tmp_path / "parts", [5, 6, 17])
+    (tmp_path / "parts" / "part-9-empty").write_text("")  # skipped, as MXNet's reader does
+    (tmp_path / "parts" / ".hidden").write_text("garbage that would not parse\n")
+    for source in (str(tmp_path / "parts"), paths, ";".join(paths)):
+        it = data.LibSVMIter(data_libsvm=source, data_shape=(N_FEATURES,), batch_size=4,
+                             round_batch=False, chunk_bytes=chunk_bytes)
+        xs, ys, _ = _read_all(it)
+        np.testing.assert_array_equal(xs, X)
+        np.testing.assert_array_equal(ys, y)
+
+
+@pytest.mark.parametrize("num_parts", [2, 3, 5])
+def test_libsvmiter_parts_partition_the_rows_of_several_files(tmp_path, libsvm_file, num_parts):
+    path, X, y = libsvm_file
+    folder = tmp_path / "parts"
+    _split_file(path, folder, [2, 11, 12])
+    parts = [_read_all(data.LibSVMIter(data_libsvm=str(folder), data_shape=(N_FEATURES,),
+                                       batch_size=3, round_batch=False, num_parts=num_parts,
+                                       part_index=p, chunk_bytes=30))
+             for p in range(num_parts)]
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), X)
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)
+
+
+def test_libsvmiter_several_files_errors(tmp_path):
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(NetsError, match="no non-empty file"):
+        data.LibSVMIter(data_libsvm=str(tmp_path / "empty_dir"), data_shape=(3,), batch_size=1)
+    with pytest.raises(NetsError, match="nope.svm.*no such file"):
+        data.LibSVMIter(data_libsvm=[str(tmp_path / "nope.svm")], data_shape=(3,), batch_size=1)
+
+
+def test_a_module_is_fed_in_the_iterators_name_order():
+    """A dict iterator sorts its inputs by name; a Module whose data_names list them in
+    another order still gets each array under its own name (MXNet feeds by provide_data)."""
+    net = nets.sym.Variable("b") - nets.sym.Variable("a")
+    it = data.NDArrayIter({"b": np.full((4, 2), 10.0), "a": np.arange(8).reshape(4, 2)},
+                          batch_size=2)
+    mod = nets.mod.Module(net, data_names=("b", "a"), label_names=None)
+    mod.bind(it.provide_data, for_training=False)
+    mod.init_params()
+    mod.forward(it.next(), is_train=False)
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), [[10, 9], [8, 7]])

@@ -60,17 +60,17 @@ def _dataset(kind, dtype):
         dense = rng.normal(size=(7, 6)) * 10.0 ** rng.integers(-30, 30, (7, 6))
         dense[[0, 3, 6]] = 0
         dense[rng.random((7, 6)) < 0.4] = 0
-        X = nets.nd.array(dense.astype(dtype)).tostype("csr")
+        X = nets.nd.array(dense, dtype=dtype).tostype("csr")
         X._data[:1] = 0  # an explicit (stored) zero survives the trip
-        y = nets.nd.array(np.array([0, -1, 1e-30, 3.5, -0.0, 1e30, 7], dtype))
+        y = nets.nd.array(np.array([0, -1, 1e-30, 3.5, -0.0, 1e30, 7], dtype), dtype=dtype)
         return X, y
     if kind == "no_values":  # a 0-nnz file: labels only
         return nets.nd.sparse.zeros("csr", (4, 9), dtype=dtype), nets.nd.array(
-            np.arange(4, dtype=dtype))
+            np.arange(4), dtype=dtype)
     specials = np.array([np.nan, np.inf, -np.inf, np.finfo(dtype).max, np.finfo(dtype).tiny,
                          np.finfo(dtype).smallest_subnormal, 0.1, 1 / 3, -2.5e-7], dtype)
     X = nets.nd.sparse.csr_matrix((specials, np.arange(9), [0, 9]), shape=(1, 12))
-    return X, nets.nd.array(np.array([0.1], dtype))
+    return X, nets.nd.array(np.array([0.1], dtype), dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -223,8 +223,9 @@ def test_parallel_ranges_and_slow_tokens(tmp_path, monkeypatch, with_qid):
     monkeypatch.setattr(nets.data.libsvm, "PART_BYTES", 64)
     monkeypatch.setattr(nets.parallel, "GRAIN", 1)
     rng = np.random.default_rng(0)
-    X = nets.nd.array(rng.random((300, 4)) * (rng.random((300, 4)) < 0.8)).tostype("csr")
-    y = nets.nd.array(rng.normal(size=300))
+    X = nets.nd.array(rng.random((300, 4)) * (rng.random((300, 4)) < 0.8),
+                      dtype="float64").tostype("csr")
+    y = nets.nd.array(rng.normal(size=300), dtype="float64")
     qid = np.where(rng.random(300) < 0.5, rng.integers(0, 9, 300), -1) if with_qid else None
     path = _write(tmp_path, "")
     data.save_libsvm(path, X, y, query_id=qid)

@@ -19,7 +19,9 @@ def test_stype_combinations_allocate_matching_arrays(stype, grad_stype):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"stype": "csr"}, "stype='csr'"),
+    ({"stype": "coo"}, "stype='coo'"),
+    ({"grad_stype": "csr"}, "a csr gradient needs a csr weight"),
+    ({"stype": "csr", "grad_stype": "row_sparse"}, "grad_stype='row_sparse' with stype='csr'"),
     ({"grad_stype": "dense"}, "grad_stype='dense'"),
     ({"stype": "row_sparse", "grad_stype": "default"}, "needs grad_stype='row_sparse'"),
     ({"grad_req": "sometimes"}, "grad_req='sometimes'"),
@@ -124,3 +126,28 @@ def test_parameter_dict_get_select_and_conflicts():
     pd.initialize(init.One())
     assert np.all(pd["net_weight"].data().asnumpy() == 1)
     assert np.all(pd["net_bias"].data().asnumpy() == 0)  # biases start at zero
+
+
+@pytest.mark.parametrize("grad_stype", ["csr", "default"])
+def test_csr_parameter(grad_stype):
+    """Parameter(stype='csr') (MXNet Gluon's): a CSR weight holding the initializer's
+    non-zeros, its gradient in grad_stype, set_data and zero_grad keeping the stypes."""
+    p = Parameter("w", shape=(3, 4), stype="csr", grad_stype=grad_stype, init="ones")
+    p.initialize()
+    assert p.stype == "csr" and p.data().stype == "csr" and p.grad().stype == grad_stype
+    assert p.data().nnz == 12
+    np.testing.assert_array_equal(p.data().asnumpy(), np.ones((3, 4), np.float32))
+    with autograd.record():
+        y = (p.data() * 3).sum()
+    y.backward()
+    assert p.grad().stype == grad_stype
+    np.testing.assert_array_equal(p.grad().asnumpy(), np.full((3, 4), 3, np.float32))
+    p.set_data(nd.array([[1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 2]]))
+    assert p.data().stype == "csr" and p.data().nnz == 2
+    np.testing.assert_array_equal(p.data().indices.asnumpy(), [0, 3])
+    p.zero_grad()
+    assert p.grad().stype == grad_stype and not p.grad().asnumpy().any()
+    with pytest.raises(NetsError, match="row_sparse Parameter"):
+        p.row_sparse_data(nd.array([0]))
+    with pytest.raises(ShapeError):
+        Parameter("v", shape=(2, 3, 4), stype="csr").initialize()

@@ -18,4 +18,4 @@ def make(stype, dense=DENSE, dtype=np.float32):
     if stype == "row_sparse":
         rows = np.flatnonzero(dense.reshape(len(dense), -1).any(axis=1))
         return nd.sparse.row_sparse_array((dense[rows], rows), shape=dense.shape)
-    return nd.array(dense)
+    return nd.array(dense, dtype=dtype)

@@ -30,9 +30,9 @@ CREATORS = {
     "empty": (lambda s, d: nd.empty(s, dtype=d), lambda s, d: np.zeros(s, d)),
     "sparse.zeros default": (lambda s, d: nd.sparse.zeros("default", s, dtype=d),
                              lambda s, d: np.zeros(s, d)),
-    "array(numpy)": (lambda s, d: nd.array(_ramp(s, d)), _ramp),
+    "array(numpy)": (lambda s, d: nd.array(_ramp(s, d), dtype=d), _ramp),
     "array(cast)": (lambda s, d: nd.array(_ramp(s, np.float64), dtype=d), _ramp),
-    "array(strided)": (lambda s, d: nd.array(_ramp((2,) + s, d)[1]),
+    "array(strided)": (lambda s, d: nd.array(_ramp((2,) + s, d)[1], dtype=d),
                        lambda s, d: _ramp((2,) + s, d)[1]),
     "array(list)": (lambda s, d: nd.array(_ramp(s, d).tolist(), dtype=d), _ramp),
 }

@@ -137,7 +137,7 @@ def test_wait_to_read():
 
 
 def test_reshape():
-    x = nd.array(np.arange(6.0))
+    x = nd.array(np.arange(6.0), dtype=np.float64)
     expected = np.arange(6.0).reshape(2, 3)
     for y in (x.reshape(2, 3), x.reshape((2, 3)), x.reshape(shape=(2, 3)), x.reshape(-1, 3)):
         assert y.shape == (2, 3) and y.dtype == np.float64

@@ -42,8 +42,12 @@ def check_rsp(x, expected, dtype=np.float32):
     ([[1, 2], [3, 4]], None, np.float32),              # a list gives float32 (MXNet)
     ([1.5, -2.5], None, np.float32),
     (3.0, None, np.float32),
-    (np.arange(4, dtype=np.int64), None, np.int64),    # numpy keeps its dtype
-    (np.ones((2, 3), np.float64), None, np.float64),
+    (np.arange(4, dtype=np.int64), None, np.float32),  # numpy of any dtype too (MXNet 1.x)
+    (np.ones((2, 3), np.float64), None, np.float32),
+    (np.ones(2, np.bool_), None, np.float32),
+    (np.float64(2.5), None, np.float32),
+    (np.arange(4, dtype=np.int64), np.int64, np.int64),  # dtype= keeps it
+    (np.ones((2, 3), np.float64), "float64", np.float64),
     (np.ones(3, np.float64), "float16", np.float16),   # dtype= wins
     ([1, 2], np.int32, np.int32),
 ])
@@ -61,7 +65,7 @@ def test_array_copies_numpy_source():
 
 
 def test_array_from_ndarray_keeps_dtype_and_copies():
-    a = nd.array(np.arange(4, dtype=np.float64))
+    a = nd.array(np.arange(4), dtype=np.float64)
     b = nd.array(a)
     assert b.dtype == np.float64 and b is not a
     b[0] = 7
@@ -299,3 +303,21 @@ def test_sparse_array():
     out = nd.sparse.array(src, dtype=np.float16)
     check_csr(out, DENSE, np.float16)
     assert out is not src
+
+
+def test_array_dtype_rule_of_mxnet_1x():
+    """nd.array: float32 unless dtype= says otherwise, for numpy sources of any dtype, lists
+    and Python numbers; a nets array or a scipy matrix keeps its dtype."""
+    assert nd.array(np.float64(1.5)).dtype == np.float32
+    assert nd.array(2).dtype == np.float32
+    assert nd.array([True, False]).dtype == np.float32
+    assert nd.array(np.arange(3, dtype=np.uint8), dtype="int32").dtype == np.int32
+    x = nd.array(np.array([0.1, 1e-40, 3e38]))  # values as float32 rounds them
+    np.testing.assert_array_equal(x.asnumpy(), np.float32([0.1, 1e-40, 3e38]))
+    m = sp.csr_matrix(np.eye(2))
+    assert nd.array(m).dtype == np.float64 and nd.array(m).stype == "csr"
+    assert nd.array(m, dtype="float32").dtype == np.float32
+    assert nd.array(nd.array([1], dtype="int64")).dtype == np.int64
+    # the sparse constructors keep a numpy source's dtype (MXNet's sparse rule)
+    assert nd.sparse.csr_matrix(np.eye(2)).dtype == np.float64
+    assert nd.sparse.row_sparse_array((np.ones((1, 2)), [0]), shape=(2, 2)).dtype == np.float64

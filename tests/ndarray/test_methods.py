@@ -120,3 +120,13 @@ def test_symbols_have_the_same_fluent_methods():
     s = nets.sym.var("x")
     for name in FLUENT_METHODS:
         assert callable(getattr(s, name)), name
+
+
+def test_row_sparse_retain_method():
+    """RowSparseNDArray.retain(ids) is nd.sparse.retain(x, ids): the listed rows it stores."""
+    x = nd.sparse.row_sparse_array((np.arange(6.0).reshape(3, 2), [0, 2, 4]), shape=(5, 2))
+    y = x.retain(nd.array([4, 1, 0]))
+    assert y.stype == "row_sparse" and y.shape == (5, 2)
+    np.testing.assert_array_equal(y.indices.asnumpy(), [0, 4])
+    np.testing.assert_array_equal(y.asnumpy(), [[0, 1], [0, 0], [0, 0], [0, 0], [4, 5]])
+    assert not hasattr(nd.ones((2, 2)), "retain")  # MXNet: row_sparse arrays only

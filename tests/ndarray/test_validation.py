@@ -118,3 +118,42 @@ def test_error_classes_are_also_builtin_errors():
     assert issubclass(ShapeError, ValueError) and issubclass(SparseFormatError, ValueError)
     assert issubclass(StorageTypeError, ValueError) and issubclass(DTypeError, TypeError)
     assert nets.NetsError is NetsError
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nd.sparse.csr_matrix((2, 2), shape=(3, 2)),
+    lambda: nd.sparse.row_sparse_array((2, 2), shape=(3, 2)),
+    lambda: nd.sparse.row_sparse_array((np.int64(2), np.int32(2), 4), shape=(2, 2, 5)),
+    lambda: nd.sparse.csr_matrix(nd.ones((2, 2)), shape=(3, 2)),
+    lambda: nd.sparse.csr_matrix(nd.ones((2, 2)).tostype("csr"), shape=(2, 3)),
+    lambda: nd.sparse.row_sparse_array(nd.ones((2, 2)).tostype("row_sparse"), shape=(3, 2)),
+])
+def test_a_shape_argument_disagreeing_with_the_source_raises(make):
+    """MXNet's test_sparse_nd_exception: csr_matrix((2, 2), shape=(3, 2)) and the like."""
+    with pytest.raises(ShapeError, match=r"does not match the source's shape"):
+        make()
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: nd.sparse.csr_matrix(([1.0, 2.0], [0, 1], [0, 1, 2]), shape=(3, 2)),
+     SparseFormatError, r"len\(indptr\)=3 must be shape\[0\] \+ 1 = 4"),
+    (lambda: nd.sparse.csr_matrix(([1.0, 2.0], [0, 3], [0, 1, 2]), shape=(2, 2)),
+     SparseFormatError, r"indices\[1\]=3 is out of range for 2 columns"),
+    (lambda: nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [0, 1], [0, 1, 2]), shape=(2, 2)),
+     ShapeError, r"len\(data\)=3 != len\(indices\)=2"),
+    (lambda: nd.sparse.csr_matrix(([1.0, 2.0], ([0, 1], [0, 1])), shape=(1, 2)),
+     SparseFormatError, r"row\[1\]=1 is out of range"),
+    (lambda: nd.sparse.row_sparse_array((np.ones((2, 3)), [0, 1]), shape=(3, 2)),
+     ShapeError, r"data has shape \(2, 3\).*must be \(2, 2\)"),
+    (lambda: nd.sparse.row_sparse_array((np.ones((2, 3)), [0, 5]), shape=(3, 3)),
+     SparseFormatError, r"indices\[1\]=5 is out of range for 3 rows"),
+])
+def test_tuples_that_disagree_with_shape_raise(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+
+
+def test_matching_shape_arguments_are_accepted():
+    assert nd.sparse.csr_matrix((2, 3), shape=(2, 3)).shape == (2, 3)
+    x = nd.sparse.row_sparse_array((np.int64(4), np.int32(2)), shape=(4, 2))
+    assert x.shape == (4, 2) and x.indices.shape == (0,)

@@ -334,7 +334,7 @@ def test_dropout(mask_shape):
 
 def test_dropout_public_gradient_is_the_mask():
     """``Dropout`` while training: the gradient is the scaled mask it drew (y / x)."""
-    x = nd.array(np.random.default_rng(0).uniform(1, 2, (4, 5)))
+    x = nd.array(np.random.default_rng(0).uniform(1, 2, (4, 5)), dtype=np.float64)
     x.attach_grad()
     with autograd.record():
         y = nd.Dropout(x, p=0.5)

@@ -24,7 +24,7 @@ def check(out, expected, stype):
 
 def dense(shape, dtype=np.float32):
     if shape == ():  # rand_ndarray needs a first axis
-        return nd.array(np.array(0.25, dtype))
+        return nd.array(np.array(0.25, dtype), dtype=dtype)
     return rand_ndarray(shape, "default", dtype=dtype)
 
 
@@ -542,7 +542,7 @@ def test_pick_matches_loop_reference(shape, axis, keepdims, dtype):
         expected[pos] = x[pos[:ax] + (idx[pos],) + pos[ax:]]
     if keepdims:
         expected = np.expand_dims(expected, ax)
-    out = nd.pick(nd.array(x), nd.array(idx.astype(np.float32)), axis=axis, keepdims=keepdims)
+    out = nd.pick(nd.array(x, dtype=x.dtype), nd.array(idx.astype(np.float32)), axis=axis, keepdims=keepdims)
     assert out.dtype == dtype and out.stype == "default"
     np.testing.assert_array_equal(out.asnumpy(), expected)
 

@@ -14,7 +14,7 @@ def r(*shape, stype="default", density=None):
 
 def ids(*values):
     """A constant index array (float, as MXNet passes indices)."""
-    return nd.array(np.array(values, dtype=np.float64))
+    return nd.array(values, dtype=np.float64)
 
 
 # -- reshape / expand_dims / flatten / transpose ---------------------------------------------
@@ -161,7 +161,7 @@ def test_take_row_sparse_gradient_holds_the_unique_rows():
     w.attach_grad(stype="row_sparse")
     with autograd.record():
         y = nd.take(w, ids(4, 1, 4, 4))
-    y.backward(nd.array(np.arange(8.0).reshape(4, 2)))
+    y.backward(nd.array(np.arange(8.0).reshape(4, 2), dtype=np.float64))
     assert w.grad.stype == "row_sparse"
     np.testing.assert_array_equal(w.grad.indices.asnumpy(), [1, 4])
     np.testing.assert_array_equal(w.grad.data.asnumpy(), [[2, 3], [0 + 4 + 6, 1 + 5 + 7]])
@@ -213,7 +213,7 @@ def test_broadcast_to_second_order():
     """broadcast_to's vjp sums with an operator, so create_graph differentiates it again:
     y = broadcast_to(x)**2 with head v gives g_i = 2 x_i sum_j v_ij, d<u, g>/dx = 2 u sum_j v."""
     gen = nets.test_utils.generator()
-    x, v, u = (nd.array(gen.normal(size=s)) for s in ((3, 1), (3, 4), (3, 1)))
+    x, v, u = (nd.array(gen.normal(size=s), dtype=np.float64) for s in ((3, 1), (3, 4), (3, 1)))
     x.attach_grad()
     with autograd.record():
         g = autograd.grad(nd.broadcast_to(x, shape=(3, 4)) ** 2, x, v, create_graph=True)
@@ -224,7 +224,7 @@ def test_broadcast_to_second_order():
 
 @pytest.mark.parametrize("shape, cond_shape", [((3, 4), (3, 4)), ((3, 2, 2), (3,)), ((4,), (4,))])
 def test_where(shape, cond_shape):
-    cond = nd.array(nets.test_utils.generator().integers(-1, 2, cond_shape).astype(np.float64))
+    cond = nd.array(nets.test_utils.generator().integers(-1, 2, cond_shape), dtype=np.float64)
     check_numeric_gradient(nd.where, [cond, r(*shape), r(*shape)],
                            grad_stypes=[None, "default", "default"])
 
@@ -241,7 +241,7 @@ def test_where_csr_condition(density):
                                 lambda x: nd.expand_dims(x, axis=0)])
 def test_scalar_input(fn):
     # through autograd.grad: backward() cannot write a 0-d .grad yet (buf[:] on a 0-d array)
-    x = nd.array(np.array(0.5))
+    x = nd.array(0.5, dtype=np.float64)
     x.attach_grad()
     with autograd.record():
         y = fn(x)
@@ -263,7 +263,7 @@ def test_csr_inputs_are_data_and_get_no_gradient(fn):
     x.attach_grad()
     with autograd.record():
         y = fn(x)
-    y.backward(nd.array(np.ones(y.shape)))
+    y.backward(nd.array(np.ones(y.shape), dtype=y.dtype))
     assert x.grad.stype == "csr" and x.grad.nnz == 0
 
 
@@ -285,7 +285,7 @@ def test_row_sparse_head_gradients_stay_row_sparse(fn, shapes):
     ys = y if isinstance(y, list) else [y]
     heads = [r(*o.shape, stype="row_sparse", density=0.5) for o in ys]
     got = autograd.grad(ys, xs, heads, retain_graph=True)
-    want = autograd.grad(ys, xs, [nd.array(h.asnumpy()) for h in heads])  # checked above
+    want = autograd.grad(ys, xs, [nd.array(h.asnumpy(), dtype=h.dtype) for h in heads])  # checked above
     for g, w in zip(got, want):
         assert g.stype == "row_sparse"
         g.check_format(full_check=True)

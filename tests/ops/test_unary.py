@@ -87,7 +87,7 @@ def test_unary_table(name, stype, density, dtype):
 @pytest.mark.parametrize("name", ORACLE)
 def test_special_values_match_numpy(name, stype):
     values = np.array([SPECIALS, SPECIALS[::-1]], dtype=np.float64)
-    x = nd.array(values).tostype(stype)  # stored specials (no zeros among them)
+    x = nd.array(values, dtype=values.dtype).tostype(stype)  # stored specials (no zeros among them)
     out_stype, falls_back = expected_storage(name, stype)
     check(call(getattr(nd, name), falls_back, x), oracle(name, values), out_stype)
 

@@ -172,7 +172,7 @@ def test_dense_weight_with_a_row_sparse_state():
 
 def test_empty_gradient_changes_nothing():
     for stype in ("default", "row_sparse"):
-        weight = nd.array(np.arange(6.0).reshape(3, 2)).tostype(stype)
+        weight = nd.array(np.arange(6.0).reshape(3, 2), dtype=np.float64).tostype(stype)
         opt = create("adam", wd=0.1)
         state = opt.create_state(0, weight)
         opt.update(0, weight, nd.sparse.zeros("row_sparse", (3, 2), dtype=np.float64), state)

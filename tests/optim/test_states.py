@@ -24,7 +24,7 @@ def test_catchup_records_survive_a_round_trip(tmp_path):
     """Lazy SGD with catch-up decay, saved after two steps and resumed in a new optimizer,
     ends (after ``catch_up``) at plain-numpy dense SGD with weight decay."""
     w0 = np.random.default_rng(0).uniform(-1, 1, (N, COLS))
-    weight = nd.array(w0)
+    weight = nd.array(w0, dtype=w0.dtype)
     first = create("sgd", learning_rate=LR, wd=WD, wd_mode="catchup")
     for rows, value in STEPS[:2]:
         first.update(0, weight, _grad(rows, value), None)
@@ -49,7 +49,7 @@ def test_states_and_step_counts_round_trip(tmp_path, weight_stype):
     """Adam's moments keep their storage type and values, and its per-parameter step count
     (the bias correction's t) continues where it stopped."""
     w0 = np.ones((N, COLS))
-    weights = [nd.array(w0).tostype(weight_stype), nd.array(w0)]
+    weights = [nd.array(w0, dtype=w0.dtype).tostype(weight_stype), nd.array(w0, dtype=w0.dtype)]
     opt = create("adam", learning_rate=0.1)
     states = [opt.create_state(i, w) for i, w in enumerate(weights)]
     for rows, value in STEPS[:3]:

@@ -24,7 +24,7 @@ def _grads(seed, all_rows_last=True):
 
 def _run(name, grads, w0, **kwargs):
     opt = create(name, **kwargs)
-    weight = nd.array(w0)
+    weight = nd.array(w0, dtype=w0.dtype)
     state = opt.create_state(0, weight)
     for data, rows in grads:
         opt.update(0, weight, nd.sparse.row_sparse_array((data, rows), shape=w0.shape), state)
@@ -54,7 +54,7 @@ def test_catch_up_method_brings_every_row_current():
     dense = _run("sgd", grads, w0, learning_rate=0.2, wd=0.1, lazy_update=False)[1].asnumpy()
     for stype in ("default", "row_sparse"):
         opt = create("sgd", learning_rate=0.2, wd=0.1, wd_mode="catchup")
-        weight = nd.array(w0).tostype(stype) if stype != "default" else nd.array(w0)
+        weight = nd.array(w0, dtype=w0.dtype).tostype(stype)
         for data, rows in grads:
             opt.update(3, weight, nd.sparse.row_sparse_array((data, rows), shape=w0.shape), None)
         assert not np.allclose(weight.asnumpy(), dense)  # some rows still owe decay
@@ -84,7 +84,7 @@ def test_dense_wd_mode_equals_dense_update(name):
 def test_dense_wd_mode_decays_skipped_rows_only(weight_stype):
     """Adam with wd_mode='dense': skipped rows get the plain decay, their moments stay."""
     w0 = np.random.default_rng(8).uniform(-1, 1, (N, COLS)).astype(np.float32)
-    weight = nd.array(w0).tostype(weight_stype) if weight_stype != "default" else nd.array(w0)
+    weight = nd.array(w0, dtype=w0.dtype).tostype(weight_stype)
     opt = create("adam", learning_rate=0.1, wd=0.2, wd_mode="dense")
     mean, var = opt.create_state(0, weight)
     rows = [2, 5]
