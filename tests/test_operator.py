@@ -8,8 +8,8 @@ from nets import autograd, nd
 from nets.base import NetsError
 from nets.operator import CustomOp, CustomOpProp, register
 from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
+from tests.custom_ops import SEEN, weighted_ce_oracle  # (registers test_weighted_softmax_ce)
 
-SEEN = {}  # what the Props and operators below received, for the tests to inspect
 
 
 class Scaled(CustomOp):
@@ -39,47 +39,6 @@ class ScaledProp(CustomOpProp):
     def create_operator(self, ctx, in_shapes, in_dtypes):
         SEEN["create"] = (in_shapes, in_dtypes)
         return Scaled(self.scale)
-
-
-class WeightedSoftmaxCE(CustomOp):
-    """linear_classification's loss: softmax forward; backward (p - onehot(y)) * (1 + y w) / w."""
-
-    def __init__(self, w):
-        super().__init__()
-        self.w = w
-
-    def forward(self, is_train, req, in_data, out_data, aux):
-        self.assign(out_data[0], req[0], nd.softmax(in_data[0], axis=1))
-
-    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        label, prob = in_data[1], out_data[0]
-        scale = ((1 + label * self.w) / self.w).reshape((prob.shape[0], 1))
-        self.assign(in_grad[0], req[0], (prob - nd.one_hot(label, 2)) * scale)
-        SEEN["label_req"] = req[1]
-        SEEN["out_grad"] = out_grad
-
-
-@register("test_weighted_softmax_ce")
-class WeightedSoftmaxCEProp(CustomOpProp):
-    def __init__(self, positive_cls_weight):
-        super().__init__(need_top_grad=False)
-        self.w = float(positive_cls_weight)
-
-    def list_arguments(self):
-        return ["data", "label"]
-
-    def infer_shape(self, in_shape):
-        return in_shape, [in_shape[0]], []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return WeightedSoftmaxCE(self.w)
-
-
-def weighted_ce_oracle(x, y, w):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    p = e / e.sum(axis=1, keepdims=True)
-    grad = (p - np.eye(2)[y.astype(int)]) * ((1 + y * w) / w)[:, None]
-    return p, grad
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -108,7 +108,7 @@ def test_numeric_gradient_prelu(gshape):
 @pytest.mark.parametrize("stype", ["csr", "row_sparse"])
 def test_numeric_gradient_sparse(act_type, stype):
     mask = rand_ndarray((4, 3), stype, 0.5, np.float64).asnumpy() != 0
-    x = nd.array(np.where(mask, away_from_kink((4, 3)), 0)).tostype(stype)
+    x = nd.array(np.where(mask, away_from_kink((4, 3)), 0), dtype=np.float64).tostype(stype)
     # a dense head gradient gives a dense gradient (f'(0) is not 0); it vanishes where x
     # stores nothing, since leaky, elu and selu have a kink at 0
     g = np.random.default_rng(2).normal(size=x.shape) * mask

@@ -10,7 +10,7 @@ from nets.base import NetsError
 from nets.layers import HybridBlock
 from nets.operator import CustomOp, CustomOpProp, register
 from nets.test_utils import assert_almost_equal, rand_ndarray
-from tests.test_operator import weighted_ce_oracle  # (registers test_weighted_softmax_ce)
+from tests.custom_ops import weighted_ce_oracle  # (registers test_weighted_softmax_ce)
 
 
 class Cube(CustomOp):
