@@ -396,8 +396,12 @@ class RowSelection:
             self.pos = _EVERY_ROW
         else:
             self.pos = np.empty((len(lines), self.count), _INDEX)
+            every = None
             for k, line in enumerate(lines):
-                self.pos[k] = np.arange(self.count) if line is None else line
+                if line is None:
+                    every = np.arange(self.count) if every is None else every
+                    line = every
+                self.pos[k] = line
 
     def run(self, kernel, floats, *flags):
         """Run optimizer ``kernel`` (one of ``nets.kernels.optim``) over the selected rows,
@@ -412,7 +416,7 @@ class RowSelection:
         if not pos.shape[1]:
             kernel(pos, 0, count, *args)
             return
-        cols = sum(a.shape[1] for a in (self.weight, self.grad, *self.states) if len(a))
+        cols = self.weight.shape[1] * (2 + sum(self.given))  # (every operand has the weight's)
         parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count, work=count * cols)
 
     def _weight_positions(self):
