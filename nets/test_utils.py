@@ -8,7 +8,8 @@ from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
 from .ndarray.dense import NDArray
 from .random import generator
 
-__all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+__all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d",
+           "rand_shape_nd",
            "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols",
            "check_numeric_gradient", "make_sparse_dataset"]
 

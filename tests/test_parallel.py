@@ -222,7 +222,8 @@ def test_callers_in_several_threads_at_once(threads):
         out = []
         for _ in range(30):
             seen = []
-            parallel.parallel_for(lambda lo, hi: seen.extend(range(lo, hi)), 50 + k, chunk=3)
+            parallel.parallel_for(lambda lo, hi, seen=seen: seen.extend(range(lo, hi)), 50 + k,
+                                  chunk=3)
             out.append(sorted(seen) == list(range(50 + k)))
         results[k] = all(out)
     ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
@@ -282,7 +283,8 @@ from nets import nd, parallel
 nets.set_num_threads(2)
 parallel.GRAIN = 1
 rng = np.random.default_rng(0)
-x = nd.array(rng.random((400, 200)) * (rng.random((400, 200)) < 0.1), dtype="float64").tostype("csr")
+x = nd.array(rng.random((400, 200)) * (rng.random((400, 200)) < 0.1),
+             dtype="float64").tostype("csr")
 w = nd.array(rng.normal(size=(200, 8)), dtype="float64")
 expected = x.asnumpy() @ w.asnumpy()
 def check():

@@ -13,6 +13,7 @@ from .libsvm import load_libsvm, save_libsvm
 from .synthetic import make_sparse_dataset
 
 __all__ = ["load_libsvm", "save_libsvm", "DataBatch", "DataDesc", "DataIter", "NDArrayIter",
-           "LibSVMIter", "ResizeIter", "PrefetchingIter", "Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset",
+           "LibSVMIter", "ResizeIter", "PrefetchingIter", "Dataset", "SimpleDataset",
+           "ArrayDataset", "LibSVMDataset",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
            "default_batchify_fn", "synthetic", "make_sparse_dataset", "datasets"]

@@ -318,8 +318,8 @@ class LibSVMIter(DataIter):
     pass starts at the beginning of the part (MXNet's continued where the filling stopped).
     ``num_parts``/``part_index``: the part read, for data-parallel readers; part p holds the
     lines starting in the p-th of ``num_parts`` equal byte ranges of the files put end to end
-    (as MXNet), so the parts partition the rows. ``zero_based`` says whether indices count from 0 (as
-    MXNet's) or 1. ``shuffle`` visits the blocks in a random order and shuffles the rows
+    (as MXNet), so the parts partition the rows. ``zero_based`` says whether indices count
+    from 0 (as MXNet's) or 1. ``shuffle`` visits the blocks in a random order and shuffles the rows
     within each block (a block shuffle: memory stays bounded). An index ``>= n_features`` or
     a malformed line raises ``NetsError`` naming the file, line and token (MXNet silently
     moved such values into the next row).

@@ -91,7 +91,7 @@ class LocalKVStore(KVStore):
                 o[:] = self._values[key]
 
     def _pull_rows(self, triples):
-        for key, out, row_ids in triples:
+        for key, out, _ in triples:
             self._check_shape(key, out, self._value(key, "row_sparse_pull"), "row_sparse_pull",
                               "out")
         for key, out, row_ids in triples:

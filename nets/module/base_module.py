@@ -100,7 +100,8 @@ class BaseModule:
         shapes, initialize parameters (``initializer``, default ``Uniform(0.01)``, or
         ``arg_params``) and the optimizer, then per batch ``prepare``, ``forward_backward``,
         ``update`` and ``update_metric`` (``kvstore`` as ``init_optimizer`` takes it; with
-        a store, ``sparse_row_id_fn`` tells ``prepare`` each batch's rows). A tqdm bar shows each epoch's progress and metric
+        a store, ``sparse_row_id_fn`` tells ``prepare`` each batch's rows). A tqdm bar shows
+        each epoch's progress and metric
         (``progress_bar=False`` hides it); each epoch's training metric, time and
         validation score (on ``eval_data`` with ``validation_metric``) are logged to the
         ``nets.module`` logger. ``epoch_end_callback(epoch, symbol, arg_params,

@@ -9,7 +9,7 @@ import sys as _sys
 from . import dot as _dot_mod, elemwise, methods, nn, output, reduce, shape, sparse_ops, unary
 from .dot import *
 from .elemwise import *
-from .methods import FLUENT_METHODS
+from .methods import FLUENT_METHODS  # noqa: F401  (public: nets.ops.FLUENT_METHODS)
 from .nn import *
 from .output import *
 from .reduce import *

@@ -32,7 +32,7 @@ def test_row_sparse_gradient_updates_only_its_rows_like_the_optimizer_itself(opt
     reference = w0.copy()
     ref_opt = nets.optim.create(opt, **kw)
     state = ref_opt.create_state(0, reference)
-    for seed in range(3):
+    for _ in range(3):
         g = rand_ndarray((8, 3), "row_sparse", density=0.3)
         kv.push(0, g)
         ref_opt.update(0, reference, g, state)

@@ -542,7 +542,8 @@ def test_pick_matches_loop_reference(shape, axis, keepdims, dtype):
         expected[pos] = x[pos[:ax] + (idx[pos],) + pos[ax:]]
     if keepdims:
         expected = np.expand_dims(expected, ax)
-    out = nd.pick(nd.array(x, dtype=x.dtype), nd.array(idx.astype(np.float32)), axis=axis, keepdims=keepdims)
+    out = nd.pick(nd.array(x, dtype=x.dtype), nd.array(idx.astype(np.float32)), axis=axis,
+                  keepdims=keepdims)
     assert out.dtype == dtype and out.stype == "default"
     np.testing.assert_array_equal(out.asnumpy(), expected)
 

@@ -285,7 +285,8 @@ def test_row_sparse_head_gradients_stay_row_sparse(fn, shapes):
     ys = y if isinstance(y, list) else [y]
     heads = [r(*o.shape, stype="row_sparse", density=0.5) for o in ys]
     got = autograd.grad(ys, xs, heads, retain_graph=True)
-    want = autograd.grad(ys, xs, [nd.array(h.asnumpy(), dtype=h.dtype) for h in heads])  # checked above
+    # (checked above)
+    want = autograd.grad(ys, xs, [nd.array(h.asnumpy(), dtype=h.dtype) for h in heads])
     for g, w in zip(got, want):
         assert g.stype == "row_sparse"
         g.check_format(full_check=True)
