@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..base import INDEX_DTYPE, NetsError, ShapeError, check_stype
+from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError, check_stype
 from ..ndarray.creation import zeros_sparse
 from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
 from ..ndarray.dense import NDArray
@@ -122,7 +122,8 @@ def _bad_id(ids, flat, op, arg, why):
 retain = Op("retain", ("data", "indices"), doc="""\
 The rows of row_sparse ``data`` listed in ``indices`` (row ids in any order, repeats
 allowed; integers or whole-number floats in range). Listed rows that ``data`` does not
-store stay absent; the output is row_sparse.
+store stay absent; the output is row_sparse. ``data`` of any other storage type raises
+``StorageTypeError`` (as MXNet's ``sparse.retain``): there are no stored rows to keep.
 """)
 
 
@@ -143,15 +144,18 @@ def _(data, indices):
     return RowSparseNDArray(data._data[keep], data._indices[keep], data.shape, data.context)
 
 
-@retain.impl("default", "default")
+@retain.impl("default", "*")
+@retain.impl("csr", "*")
 def _(data, indices):
-    rows = np.unique(as_row_ids(indices._np, data.shape[0], "retain", "indices"))
-    return RowSparseNDArray(data._np[rows], rows, data.shape, data.context)
+    raise StorageTypeError(f"retain: data must be row_sparse, got stype={data.stype!r}; "
+                           f"cast it first (data.tostype('row_sparse'))")
 
 
 @retain.vjp
 def _(node, g):
     """The gradient's retained rows (row_sparse); none for the indices."""
+    if g.stype != "row_sparse":
+        g = cast_storage(g, stype="row_sparse")
     return retain(g, node.inputs[1]), None
 
 

@@ -4,7 +4,7 @@ import pytest
 
 import nets
 from nets import nd
-from nets.base import NetsError, ShapeError
+from nets.base import NetsError, ShapeError, StorageTypeError
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 from tests.ops.conftest import dense_values
 
@@ -13,7 +13,7 @@ DTYPES = ("float32", "float64")
 
 # -- retain ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stype", ["row_sparse", "default"])
+@pytest.mark.parametrize("stype", ["row_sparse"])
 @pytest.mark.parametrize("density", DENSITIES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("ids", [[5, 0, 3, 3], [], [7]], ids=["unsorted-repeats", "none", "last"])
@@ -35,12 +35,13 @@ def test_retain_integer_ids():
     assert list(y._indices) == [1, 4]
 
 
-def test_retain_csr_falls_back():
-    x = rand_ndarray((4, 3), "csr", 1.0)
-    with pytest.warns(nets.StorageFallbackWarning, match="retain"):
-        y = nd.sparse.retain(x, nd.array([1]))
-    assert y.stype == "row_sparse" and list(y._indices) == [1]
-    assert_almost_equal(y.asnumpy()[1], x.asnumpy()[1])
+@pytest.mark.parametrize("stype", ["default", "csr"])
+def test_retain_needs_row_sparse(stype):
+    """MXNet's ``sparse.retain`` accepts only row_sparse data: other stypes raise, naming it."""
+    x = rand_ndarray((4, 3), stype, 1.0)
+    with pytest.raises(StorageTypeError, match=f"retain: data must be row_sparse, got "
+                                                    f"stype='{stype}'"):
+        nd.sparse.retain(x, nd.array([1]))
 
 
 @pytest.mark.parametrize("ids, match", [
