@@ -47,6 +47,16 @@ class Node:
             y._node = (self, k)
         return y
 
+    def leaf_grad_stype(self, i):
+        """The storage type of the gradient slot of input ``i`` when that input is a leaf,
+        else None. A vjp may produce a CSR leaf's gradient directly in the form the leaf
+        receives it (the gradient w.r.t. its stored values, ``engine.deliver``'s rule)
+        instead of a dense one the engine would then sample."""
+        p = self.parents[i]
+        if p is None or type(p) is tuple:
+            return None
+        return p._grad_slot.stype
+
     def free(self):
         """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
         if self.op.__class__ is not Op:  # custom Functions drop saved_tensors

@@ -270,6 +270,23 @@ def _scatter_cols(x, cols, n_cols):
     return RowSparseNDArray(out, x._indices, (x.shape[0], n_cols), x.context)
 
 
+def _csr_values_grad(x, w, g, ta, tb):
+    """The gradient of ``op(x) . op(w)`` w.r.t. the stored values of csr ``x``, given the
+    output gradient ``g`` (numpy): ``x``'s pattern, each stored ``(i, j)`` holding
+    ``dX[i, j]``. Untransposed, ``dX = g . op(w)^T``; transposed, ``dX = op(w) . g^T``;
+    both are a row of one matrix times a row of the other, summed over the output columns
+    (``kernels.csr.csr_sampled_dot``)."""
+    w = w.T if tb else w  # op(w): (contracted, n)
+    rows, cols = (w, g) if ta else (g, w)
+    rows, cols = np.ascontiguousarray(rows), np.ascontiguousarray(cols)
+    out = np.empty(x.nnz, g.dtype)
+    indptr, indices = x._indptr, x._indices
+    parallel.parallel_for(
+        lambda lo, hi: kernels.csr.csr_sampled_dot(indptr, indices, rows, cols, out, lo, hi),
+        x.shape[0], work=x.nnz * g.shape[1])
+    return CSRNDArray(out, indices.copy(), indptr.copy(), x.shape, x.context)
+
+
 def _as_2d(x, shape):
     """``x`` reshaped to ``shape`` (sparse operands are 2-D already: returned as they are)."""
     return x if x.shape == shape else reshape(x, shape=shape)
@@ -281,7 +298,11 @@ def _(node, g):
     ``dA = g . op(B)^T`` and ``dB = op(A)^T . g``, each laid out back in A's/B's orientation.
     With a csr ``A`` and dense ``g``, ``dB = dot(A, g, transpose_a=True)`` is row_sparse: only
     the rows of the features the batch touches (the sparse first layer's weight gradient).
-    The storage types are those ``dot.grad_stype`` declares."""
+    The storage types are those ``dot.grad_stype`` declares, except for a csr ``A`` that is
+    a leaf with a csr gradient slot: it receives the gradient w.r.t. its stored values (its
+    pattern, values of ``dA`` there), computed at the stored entries only
+    (``_csr_values_grad``) when ``B`` and ``g`` are dense; otherwise the engine samples the
+    dense ``dA`` at the leaf."""
     a, b = node.inputs
     ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
     a_free = a.shape[1:] if ta else a.shape[:-1]
@@ -290,7 +311,10 @@ def _(node, g):
     b2 = _as_2d(b, (math.prod(b_free), b.shape[-1]) if tb else (b.shape[0], math.prod(b_free)))
     g2 = _as_2d(g, (math.prod(a_free), math.prod(b_free)))
     da = db = None
-    if node.parents[0] is not None:  # (None: a constant, no gradient)
+    if (a.stype == "csr" and b.stype == g.stype == "default"
+            and node.leaf_grad_stype(0) == "csr"):
+        da = _csr_values_grad(a, b._np, g._np, ta, tb)
+    elif node.parents[0] is not None:  # (None: a constant, no gradient)
         da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
             dot(g2, b2, transpose_b=not tb)
         da = _as_2d(da, a.shape)
