@@ -223,7 +223,8 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
             numeric[pos] = (values[0] - values[1]) / (2 * eps)
         if stored:
             for how, g in (("autograd.grad", got), ("backward", leaves[i].grad)):
-                if g.stype == "csr" and not (np.array_equal(g.indptr.asnumpy(), x.indptr.asnumpy()) and
+                if g.stype == "csr" and not (
+                        np.array_equal(g.indptr.asnumpy(), x.indptr.asnumpy()) and
                         np.array_equal(g.indices.asnumpy(), x.indices.asnumpy())):
                     raise AssertionError(f"inputs[{i}]: the {how} gradient of a csr leaf "
                                          f"must have the leaf's pattern")

@@ -236,6 +236,7 @@ sets the result's dtype (default: the input's). A full reduction has shape
 norm.infer(_dense_result)
 norm.shape(_reduced_shape)
 norm.dtype(lambda d, a: as_dtype(a["out_dtype"], d[0]))
+norm.grad_stype(lambda data, **attrs: (data,))  # g times sign(x) or x / |x|: x's pattern
 
 
 def _norm(data, ord, axis, out_dtype, keepdims):
