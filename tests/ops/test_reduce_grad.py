@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import nets
 from nets import autograd, nd
 from nets.ops import OPS
 from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray

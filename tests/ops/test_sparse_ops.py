@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import nets
 from nets import nd
 from nets.base import NetsError, ShapeError, StorageTypeError
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
