@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .. import kernels, parallel
+from .. import parallel
 from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
 from ..ndarray.creation import zeros
 from ..ndarray.dense import NDArray
