@@ -81,7 +81,10 @@ def _(ins, attrs):
 @dot.grad_stype
 def _(lhs, rhs, transpose_a, transpose_b):
     """The stypes of the vjp's products (``g`` in the output's stype): ``dot(csr, W)``
-    gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's)."""
+    gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's: what
+    ``simple_bind`` allocates for a csr variable). A csr leaf whose own gradient slot is
+    csr (``x.attach_grad()`` on a csr ``x``) receives instead the gradient w.r.t. its
+    stored values, of its pattern (``nets.autograd``'s delivery rule)."""
     def out(a, b, ta, tb):
         return dot.infer_stype(a, b, transpose_a=ta, transpose_b=tb)[0]
     g = out(lhs, rhs, transpose_a, transpose_b)
