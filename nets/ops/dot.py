@@ -223,7 +223,10 @@ def _from_scipy(m, ctx):
 
 
 def _take(x, idx, axis):
-    """Rows (axis 0) or columns (axis 1) ``idx`` (sorted unique) of 2-D ``x``, same stype."""
+    """Rows (axis 0) or columns (axis 1) ``idx`` (sorted unique) of 2-D ``x``, same stype;
+    ``x`` itself when ``idx`` lists every one (a row_sparse operand storing every row)."""
+    if len(idx) == x.shape[axis]:
+        return x
     shape = (len(idx), x.shape[1]) if axis == 0 else (x.shape[0], len(idx))
     if x.stype == "default":
         return NDArray(np.take(x._np, idx, axis=axis), x.context)
