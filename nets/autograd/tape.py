@@ -53,9 +53,8 @@ class Node:
         receives it (the gradient w.r.t. its stored values, ``engine.deliver``'s rule)
         instead of a dense one the engine would then sample."""
         p = self.parents[i]
-        if p is None or type(p) is tuple:
-            return None
-        return p._grad_slot.stype
+        slot = None if p is None or type(p) is tuple else p._grad_slot
+        return None if slot is None else slot.stype  # (None too: a slot released since)
 
     def free(self):
         """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
