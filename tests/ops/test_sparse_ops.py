@@ -132,3 +132,24 @@ def test_zeros_like_ones_like(stype, dtype, no_densify):
         assert z._data.size == 0  # nothing stored
     assert o.stype == "default" and o.dtype == np.dtype(dtype)
     assert np.array_equal(o._np, np.ones((3, 4)))
+
+
+# -- values_at: the gradient of a CSR leaf ---------------------------------------------------
+
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("gstype", ["default", "csr", "row_sparse"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_values_at_samples_the_pattern(gstype, density, dtype):
+    """Any gradient sampled at a csr array's stored entries: that pattern exactly (explicit
+    zeros kept), the gradient's values there, its dtype."""
+    from nets.ops.sparse_ops import values_at
+    like = rand_ndarray((6, 5), "csr", density, dtype)
+    grad = rand_ndarray((6, 5), gstype, 0.5, dtype)
+    got = values_at(grad, like)
+    assert got.stype == "csr" and got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.indptr.asnumpy(), like.indptr.asnumpy())
+    np.testing.assert_array_equal(got.indices.asnumpy(), like.indices.asnumpy())
+    rows = np.repeat(np.arange(6), np.diff(like.indptr.asnumpy()))
+    assert_almost_equal(got.data, grad.asnumpy()[rows, like.indices.asnumpy()])
+    if gstype == "csr":
+        assert values_at(got, like) is got  # already of the pattern
