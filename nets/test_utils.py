@@ -5,6 +5,7 @@ import numpy as np
 from .base import as_dtype, check_stype, cpu
 from .data.synthetic import make_sparse_dataset
 from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
+from .ndarray.csr import row_ids
 from .ndarray.dense import NDArray
 from .random import generator
 
@@ -190,7 +191,9 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
     differentiated with a dense gradient. The check runs ``autograd.grad`` (values and
     produced stype) and ``backward`` (values delivered into ``.grad``). Every element of a
     differentiated input's dense equivalent is perturbed by ``+-eps`` (a sparse input is
-    rebuilt in its stype, so a perturbed zero becomes stored): keep inputs small.
+    rebuilt in its stype, so a perturbed zero becomes stored): keep inputs small. A csr
+    input with a csr gradient is differentiated w.r.t. its stored values (DESIGN §3.4):
+    only those are perturbed, and the gradient must have the input's pattern.
     Both evaluations run in train mode. Raises ``AssertionError`` naming the input.
     """
     from . import autograd  # autograd sits above test_utils' array helpers: imported on use
@@ -227,17 +230,34 @@ def check_numeric_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, at
     autograd.backward(heads, head_grads)
 
     for i, got in zip(wrt, produced):
-        base, args = xs[i].asnumpy(), list(xs)
+        base, args, x = xs[i].asnumpy(), list(xs), xs[i]
         numeric = np.zeros(base.shape)
-        for j in range(base.size):
+        # a CSR leaf with a csr gradient: the gradient w.r.t. its stored values only
+        stored = x.stype == stypes[i] == "csr"
+        where = (zip(row_ids(x.indptr.asnumpy()), x.indices.asnumpy()) if stored
+                 else (np.unravel_index(j, base.shape) for j in range(base.size)))
+        for k, pos in enumerate(where):
             values = []
             for step in (eps, -eps):
-                moved = base.copy()
-                moved.flat[j] += step
-                moved = array(moved, dtype=moved.dtype)
-                args[i] = moved if xs[i].stype == "default" else moved.tostype(xs[i].stype)
+                if stored:
+                    data = x.data.asnumpy().copy()
+                    data[k] += step
+                    args[i] = csr_matrix((data, x.indices.asnumpy(), x.indptr.asnumpy()),
+                                         shape=x.shape)
+                else:
+                    moved = base.copy()
+                    moved[pos] += step
+                    moved = array(moved, dtype=moved.dtype)
+                    args[i] = moved if x.stype == "default" else moved.tostype(x.stype)
                 values.append(objective(args))
-            numeric.flat[j] = (values[0] - values[1]) / (2 * eps)
+            numeric[pos] = (values[0] - values[1]) / (2 * eps)
+        if stored:
+            for how, g in (("autograd.grad", got), ("backward", leaves[i].grad)):
+                if g.stype == "csr" and not (
+                        np.array_equal(g.indptr.asnumpy(), x.indptr.asnumpy()) and
+                        np.array_equal(g.indices.asnumpy(), x.indices.asnumpy())):
+                    raise AssertionError(f"inputs[{i}]: the {how} gradient of a csr leaf "
+                                         f"must have the leaf's pattern")
         for how, g in (("autograd.grad", got), ("backward", leaves[i].grad)):
             if g.stype != stypes[i]:
                 raise AssertionError(f"inputs[{i}]: {how} gave a {g.stype!r} gradient, "

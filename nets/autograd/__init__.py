@@ -23,7 +23,14 @@ contributions to one array
 are summed by ``add_n``: row_sparse ones over the union of their rows (duplicates
 coalesced, never densified), dense + row_sparse by a scatter-add of the stored
 rows. ``grad`` returns gradients instead of writing ``.grad``, in
-the storage type the computation produced. Unlike MXNet, ``grad_req='add'`` on a
+the storage type the computation produced. A CSR leaf whose gradient slot is csr
+(its own stype, ``attach_grad()``'s default) receives, from ``backward`` and ``grad``
+alike, the gradient with respect to its stored values: its pattern (explicit zeros
+kept), each stored entry holding the full gradient there (DESIGN §3.4); declared dense
+(``attach_grad(stype='default')``, an executor's allocation) it receives the full one.
+An operator that computes no gradient for a csr input (``grad_stype`` None there, not
+None for a dense one, e.g. ``FullyConnected``'s data) raises ``NetsError`` when a
+gradient must reach that input: never silent zeros. Unlike MXNet, ``grad_req='add'`` on a
 row_sparse gradient is supported (row union).
 
 The vjp contract, for operator authors
@@ -50,8 +57,9 @@ Register a vector-Jacobian product beside the operator::
   one type converts explicitly or uses operators that accept it.
 - Return one entry per input (a tuple; a single array is accepted for a
   one-input op): an array of that input's shape, or None where the input is not
-  differentiable or the gradient is zero (integer indices, CSR data, absent
-  optional inputs). A wrong count or shape raises ``NetsError`` naming the op.
+  differentiable or the gradient is zero (integer indices, absent optional
+  inputs; for CSR data, declare ``grad_stype`` None there: asking for it then
+  raises). A wrong count or shape raises ``NetsError`` naming the op.
 - Compute with nets operators called normally (``nd.dot(...)``): the engine
   turns recording off during ``backward`` (on with ``grad(create_graph=True)``,
   which then differentiates the vjp itself). Return row_sparse gradients where

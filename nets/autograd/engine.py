@@ -7,6 +7,7 @@ from ..base import NetsError, ShapeError
 from ..ndarray.creation import array, zeros
 from ..ndarray.dense import NDArray
 from ..ops.registry import OPS, Op
+from ..ops.sparse_ops import values_at
 from .tape import _Scope
 
 __all__ = ["backward", "grad"]
@@ -24,6 +25,14 @@ def _sum(grads):
 
 def _zeros_like(x, stype=None):
     return zeros(x.shape, x.context, x.dtype, stype or x.stype)
+
+
+def _zero_grad(x, stype):
+    """The zero gradient of ``x`` in storage type ``stype``: a CSR leaf's csr gradient has
+    the leaf's pattern (zeros at its stored values), any other is empty or dense zeros."""
+    if x.stype == stype == "csr":
+        return values_at(_zeros_like(x, "row_sparse"), x)
+    return _zeros_like(x, stype)
 
 
 def _as_list(x, name):
@@ -140,20 +149,56 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
         if node not in needed:
             continue
-        for p, g in zip(node.parents, _vjp(node, out_grads)):
-            if g is None or p is None:
+        for i, (p, g) in enumerate(zip(node.parents, _vjp(node, out_grads))):
+            if p is None:
+                continue
+            if g is None:
+                if (p[0] in needed or p in target_entries) if type(p) is tuple else \
+                        id(p) in leaves:
+                    _no_gradient(node, i)
                 continue
             if type(p) is tuple:
                 if p[0] in needed or p in target_entries:
                     grads.setdefault(p, []).append(g)
             elif id(p) in leaves:
                 grads.setdefault(id(p), []).append(g)
-    leaf_grads = {k: (x, (_sum(grads[k]), len(grads[k]) > 1) if k in grads else None)
+    leaf_grads = {k: (x, _leaf_grad(x, grads[k]) if k in grads else None)
                   for k, x in leaves.items()}
     if not retain_graph:
         for node in nodes:
             node.free()
     return leaf_grads, results
+
+
+def _leaf_grad(x, contributions):
+    """``(sum, merged)`` of a leaf's gradient contributions. A CSR leaf with a csr
+    gradient slot receives the gradient with respect to its stored values (DESIGN §3.4):
+    the sum sampled at its pattern (``values_at``), as ``torch.sparse.mm`` gives; a leaf
+    declaring a dense or row_sparse gradient receives the full one."""
+    g = _sum(contributions)
+    merged = len(contributions) > 1
+    if x.stype == "csr" and x._grad_slot.stype == "csr":
+        sampled = values_at(g, x)
+        merged, g = merged or sampled is not g, sampled
+    return g, merged
+
+
+def _no_gradient(node, i):
+    """Raise when operator ``node.op`` has no gradient for its csr input ``i`` although it
+    has one for a dense input there (e.g. ``FullyConnected``'s csr data): a gradient
+    asked of that input must never arrive as silent zeros."""
+    op, x = node.op, node.inputs[i]
+    if op.__class__ is not Op or x is None or x.stype != "csr":
+        return
+    stypes = [None if y is None else y.stype for y in node.inputs]
+    dense = list(stypes)
+    dense[i] = "default"
+    if op.infer_grad_stype(*stypes, **node.attrs)[i] is None and \
+            op.infer_grad_stype(*dense, **node.attrs)[i] is not None:
+        name = op.inputs[0] if op.variadic else op.inputs[i]
+        raise NetsError(f"no gradient for the csr input {name!r} of op {op.name!r}: the "
+                        f"operator computes none for csr data; detach() that input, declare "
+                        f"it grad_req='null', or pass it dense (x.tostype('default'))")
 
 
 def _vjp(node, out_grads):
@@ -208,6 +253,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     with _Scope(False, train_mode):  # (one scope for the propagation and the delivery)
         leaf_grads, _ = _backprop(heads, head_grads, _delivers, (), retain_graph)
         for x, g in leaf_grads.values():
+            if g is None and x.stype == x._grad_slot.stype == "csr":
+                g = _zero_grad(x, "csr"), True  # zeros at the leaf's pattern
             _deliver(x._grad_slot, g)
 
 
@@ -273,5 +320,5 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
             g = leaf_grads.get(id(v), (v, None))[1]
             g = None if g is None else g[0]
         slot = v._grad_slot
-        out.append(_zeros_like(v, v.stype if slot is None else slot.stype) if g is None else g)
+        out.append(_zero_grad(v, v.stype if slot is None else slot.stype) if g is None else g)
     return out[0] if single else out

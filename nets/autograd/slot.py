@@ -58,7 +58,12 @@ def attach_grad(x, grad_req="write", stype=None):
     """Make ``x`` a leaf: a new gradient slot whose buffer ``x.grad`` is zeros of storage
     type ``stype`` (default ``x.stype``; an empty array when sparse), which ``backward``
     overwrites (``'write'``), adds to (``'add'``) or leaves alone (``'null'``). Cuts
-    ``x`` from any earlier graph."""
+    ``x`` from any earlier graph.
+
+    A csr ``x`` with a csr gradient (the default) receives the gradient with respect to
+    its stored values: ``x``'s pattern, holding the full gradient's values there (as
+    ``torch.sparse.mm``); ``stype='default'`` receives the full dense gradient (what
+    MXNet's ``simple_bind`` allocates for a csr variable)."""
     stype = x.stype if stype is None else check_stype(stype)
     mark_variables([x], [zeros(x.shape, x.context, x.dtype, stype)], grad_req)
 

@@ -47,6 +47,15 @@ class Node:
             y._node = (self, k)
         return y
 
+    def leaf_grad_stype(self, i):
+        """The storage type of the gradient slot of input ``i`` when that input is a leaf,
+        else None. A vjp may produce a CSR leaf's gradient directly in the form the leaf
+        receives it (the gradient w.r.t. its stored values, ``engine.deliver``'s rule)
+        instead of a dense one the engine would then sample."""
+        p = self.parents[i]
+        slot = None if p is None or type(p) is tuple else p._grad_slot
+        return None if slot is None else slot.stype  # (None too: a slot released since)
+
     def free(self):
         """Release the saved arrays (after a ``backward`` without ``retain_graph``)."""
         if self.op.__class__ is not Op:  # custom Functions drop saved_tensors

@@ -77,3 +77,24 @@ def csr_t_dense(indptr, indices, data, w, n_cols):
             for j in range(n):
                 out[j] += v * wr[j]
     return cols, block
+
+
+@jit(reassoc=True)
+def csr_sampled_dot(indptr, indices, a, b, out, lo, hi):
+    """``out[p] = a[i] . b[indices[p]]`` for every stored entry ``p`` of rows ``[lo, hi)``
+    (row ``i``): ``a @ b.T`` sampled at the CSR pattern, the gradient of ``dot(X, W)``
+    with respect to ``X``'s stored values (``a = g``, ``b = W``). ``a`` is ``(rows, n)``,
+    ``b`` is ``(cols, n)``, both C-contiguous of ``out``'s dtype; ``out`` has length nnz.
+    Only the entries of rows ``[lo, hi)`` are written. O(nnz * n), never O(rows * cols)."""
+    n, end = a.shape[1], indptr[hi]
+    for i in range(lo, hi):
+        ar = a[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            if p + PREFETCH_AHEAD < end:
+                prefetch_row(b, indices[p + PREFETCH_AHEAD])
+            br = b[indices[p]]
+            out[p] = 0
+            acc = out[p]  # zero, of the output dtype
+            for j in range(n):
+                acc += ar[j] * br[j]
+            out[p] = acc

@@ -5,6 +5,7 @@ unique, and ``data[k]`` is row ``indices[k]``. Kernels rely on it.
 """
 import numpy as np
 
+from .. import kernels
 from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
 from . import aligned
 from .base_sparse import BaseSparseNDArray, as_index
@@ -85,9 +86,18 @@ class RowSparseNDArray(BaseSparseNDArray):
         (False: every row was stored already and nothing changed).
 
         Optimizer states that are row_sparse grow this way when a gradient names new rows.
+        Cost: nothing when every row is stored; else a binary search of each row, and when
+        some are new one linear merge of the sorted stored and new ids
+        (``kernels.elemwise.union_pattern``), never a sort of their union. Unsorted
+        ``rows`` are sorted first (the optimizers pass sorted unique ids).
         """
-        rows = as_index(rows, "rows").reshape(-1)
-        stored = self._indices
+        stored, rows = self._indices, as_index(rows, "rows").reshape(-1)
+        if len(stored) == self._shape[0]:  # every row is stored: none can be new
+            bad = np.flatnonzero((rows < 0) | (rows >= self._shape[0]))
+            if bad.size:
+                raise SparseFormatError(f"insert_rows: row {rows[bad[0]]} is out of range "
+                                        f"for {self._shape[0]} rows")
+            return False
         at = np.searchsorted(stored, rows)
         present = at < len(stored)
         present[present] = stored[at[present]] == rows[present]
@@ -98,8 +108,13 @@ class RowSparseNDArray(BaseSparseNDArray):
         if bad.size:
             raise SparseFormatError(f"insert_rows: row {new[bad[0]]} is out of range for "
                                     f"{self._shape[0]} rows")
-        indices = np.union1d(stored, new).astype(INDEX_DTYPE, copy=False)
+        if len(new) > 1 and not (new[1:] > new[:-1]).all():
+            new = np.unique(new)
+        ends = np.array([0, len(stored)], INDEX_DTYPE), np.array([0, len(new)], INDEX_DTYPE)
+        _, indices, at, _ = kernels.elemwise.union_pattern(
+            ends[0], stored, ends[1], new.astype(INDEX_DTYPE, copy=False))
+        indices = indices.copy()  # (the merge's buffer is larger: keep only the ids)
         data = aligned.zeros((len(indices),) + self._data.shape[1:], self._data.dtype)
-        data[np.searchsorted(indices, stored)] = self._data
+        data[at] = self._data
         self._data, self._indices = data, indices
         return True

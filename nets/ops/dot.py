@@ -81,7 +81,10 @@ def _(ins, attrs):
 @dot.grad_stype
 def _(lhs, rhs, transpose_a, transpose_b):
     """The stypes of the vjp's products (``g`` in the output's stype): ``dot(csr, W)``
-    gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's)."""
+    gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's: what
+    ``simple_bind`` allocates for a csr variable). A csr leaf whose own gradient slot is
+    csr (``x.attach_grad()`` on a csr ``x``) receives instead the gradient w.r.t. its
+    stored values, of its pattern (``nets.autograd``'s delivery rule)."""
     def out(a, b, ta, tb):
         return dot.infer_stype(a, b, transpose_a=ta, transpose_b=tb)[0]
     g = out(lhs, rhs, transpose_a, transpose_b)
@@ -220,7 +223,10 @@ def _from_scipy(m, ctx):
 
 
 def _take(x, idx, axis):
-    """Rows (axis 0) or columns (axis 1) ``idx`` (sorted unique) of 2-D ``x``, same stype."""
+    """Rows (axis 0) or columns (axis 1) ``idx`` (sorted unique) of 2-D ``x``, same stype;
+    ``x`` itself when ``idx`` lists every one (a row_sparse operand storing every row)."""
+    if len(idx) == x.shape[axis]:
+        return x
     shape = (len(idx), x.shape[1]) if axis == 0 else (x.shape[0], len(idx))
     if x.stype == "default":
         return NDArray(np.take(x._np, idx, axis=axis), x.context)
@@ -270,6 +276,23 @@ def _scatter_cols(x, cols, n_cols):
     return RowSparseNDArray(out, x._indices, (x.shape[0], n_cols), x.context)
 
 
+def _csr_values_grad(x, w, g, ta, tb):
+    """The gradient of ``op(x) . op(w)`` w.r.t. the stored values of csr ``x``, given the
+    output gradient ``g`` (numpy): ``x``'s pattern, each stored ``(i, j)`` holding
+    ``dX[i, j]``. Untransposed, ``dX = g . op(w)^T``; transposed, ``dX = op(w) . g^T``;
+    both are a row of one matrix times a row of the other, summed over the output columns
+    (``kernels.csr.csr_sampled_dot``)."""
+    w = w.T if tb else w  # op(w): (contracted, n)
+    rows, cols = (w, g) if ta else (g, w)
+    rows, cols = np.ascontiguousarray(rows), np.ascontiguousarray(cols)
+    out = np.empty(x.nnz, g.dtype)
+    indptr, indices = x._indptr, x._indices
+    parallel.parallel_for(
+        lambda lo, hi: kernels.csr.csr_sampled_dot(indptr, indices, rows, cols, out, lo, hi),
+        x.shape[0], work=x.nnz * g.shape[1])
+    return CSRNDArray(out, indices.copy(), indptr.copy(), x.shape, x.context)
+
+
 def _as_2d(x, shape):
     """``x`` reshaped to ``shape`` (sparse operands are 2-D already: returned as they are)."""
     return x if x.shape == shape else reshape(x, shape=shape)
@@ -281,7 +304,11 @@ def _(node, g):
     ``dA = g . op(B)^T`` and ``dB = op(A)^T . g``, each laid out back in A's/B's orientation.
     With a csr ``A`` and dense ``g``, ``dB = dot(A, g, transpose_a=True)`` is row_sparse: only
     the rows of the features the batch touches (the sparse first layer's weight gradient).
-    The storage types are those ``dot.grad_stype`` declares."""
+    The storage types are those ``dot.grad_stype`` declares, except for a csr ``A`` that is
+    a leaf with a csr gradient slot: it receives the gradient w.r.t. its stored values (its
+    pattern, values of ``dA`` there), computed at the stored entries only
+    (``_csr_values_grad``) when ``B`` and ``g`` are dense; otherwise the engine samples the
+    dense ``dA`` at the leaf."""
     a, b = node.inputs
     ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
     a_free = a.shape[1:] if ta else a.shape[:-1]
@@ -290,7 +317,10 @@ def _(node, g):
     b2 = _as_2d(b, (math.prod(b_free), b.shape[-1]) if tb else (b.shape[0], math.prod(b_free)))
     g2 = _as_2d(g, (math.prod(a_free), math.prod(b_free)))
     da = db = None
-    if node.parents[0] is not None:  # (None: a constant, no gradient)
+    if (a.stype == "csr" and b.stype == g.stype == "default"
+            and node.leaf_grad_stype(0) == "csr"):
+        da = _csr_values_grad(a, b._np, g._np, ta, tb)
+    elif node.parents[0] is not None:  # (None: a constant, no gradient)
         da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
             dot(g2, b2, transpose_b=not tb)
         da = _as_2d(da, a.shape)

@@ -18,8 +18,18 @@ zero rule         csr op csr,            sparse op dense,         anything else
 ``union``         that stype: entries    dense, native: f of the  dense fallback
 (f(0, 0) == 0)    stored in either       dense operand and zero,
                                          sparse values scattered
+``left``          dense fallback         sparse lhs, dense rhs:   dense fallback
+(divide)                                 the lhs's stype and
+                                         pattern (0 / rhs is 0);
+                                         dense lhs: dense, native
 none              dense fallback         dense, native (same)     dense fallback
 ================  =====================  =======================  ======================
+
+A dense operand of a sparse one is read only at the stored entries (``_dense_at``): a
+row or column vector scaling a csr matrix is a gather of ``v[indices]`` or a repeat of
+``v`` over each row's entries, O(nnz), as MXNet's ``broadcast_mul``/``broadcast_div``
+of csr by a vector (which keep csr, as here). ``left`` follows MXNet's csr / dense:
+an unstored entry stays 0 even where the divisor is 0 (numpy's 0 / 0 is nan).
 
 A sparse operand's unstored entries are exact zeros, so with ``intersection``
 ``0 * inf == 0`` (MXNet and scipy agree). Native sparse paths need the sparse operand(s)
@@ -58,7 +68,7 @@ from .unary import as_dense, declare_vjp, map_op, positions, with_values
 
 __all__ = []  # extended below from the table
 
-UNION, INTERSECTION = "union", "intersection"
+UNION, INTERSECTION, LEFT = "union", "intersection", "left"
 _SAME_SHAPE = ("add", "sub", "mul", "div")  # the stems that also get elemwise_<stem>
 
 _BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, f, zero rule,
@@ -67,7 +77,7 @@ _BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, 
     ("subtract", "sub", "minus", "rminus", np.subtract, UNION, 1, -1),
     ("multiply", "mul", "mul", "mul", np.multiply, INTERSECTION,
      lambda a, b, y: b, lambda a, b, y: a),
-    ("divide", "div", "div", "rdiv", np.divide, None,
+    ("divide", "div", "div", "rdiv", np.divide, LEFT,
      lambda a, b, y: 1 / b, lambda a, b, y: -y / b),
     ("modulo", "mod", "mod", "rmod", np.mod, None, 1, lambda a, b, y: -nd.floor(a / b)),
     ("power", "power", "power", "rpower", np.power, None,
@@ -92,6 +102,9 @@ _STORAGE = {
                   "sparse operand with a dense one keeps the sparse stype",
     UNION: "csr/row_sparse with the same stype keeps it (entries stored in either); a sparse "
            "operand with a dense one gives dense natively",
+    LEFT: "a sparse lhs with a dense rhs keeps the lhs's stype and pattern (unstored entries "
+          "stay 0, also where rhs is 0: MXNet's rule); a dense lhs with a sparse rhs gives "
+          "dense natively; two sparse operands fall back to dense",
     None: "two sparse operands fall back to dense; a sparse operand with a dense one gives "
           "dense natively",
 }
@@ -162,16 +175,34 @@ def _sparse_dense(fn, keep_sparse, lhs, rhs):
     sparse_left = lhs.stype != "default"
     s, d = (lhs, rhs) if sparse_left else (rhs, lhs)
     dtype = np.result_type(lhs.dtype, rhs.dtype)
-    dense = np.broadcast_to(d._np, s.shape)
-    at = positions(s)
-    values = (_apply(fn, s._data, dense[at], dtype) if sparse_left
-              else _apply(fn, dense[at], s._data, dtype))
+    at = _dense_at(s, d._np)
+    values = (_apply(fn, s._data, at, dtype) if sparse_left
+              else _apply(fn, at, s._data, dtype))
+    if values.shape != s._data.shape:  # (a dense operand of one element)
+        values = np.ascontiguousarray(np.broadcast_to(values, s._data.shape))
     if keep_sparse:
         return with_values(s, values)
+    dense = np.broadcast_to(d._np, s.shape)
+    at = positions(s)
     zero = np.zeros((), s.dtype)
     out = _apply(fn, zero, dense, dtype) if sparse_left else _apply(fn, dense, zero, dtype)
     out[at] = values  # `out` is fresh: f(0, dense) never aliases the dense operand
     return NDArray(out, s.context)
+
+
+def _dense_at(s, v):
+    """The values of numpy ``v`` (broadcastable to sparse ``s``'s shape) at ``s``'s stored
+    entries, in a shape that broadcasts against ``s``'s stored values: O(nnz) gathers of
+    the axes ``v`` spans, and none of an axis it broadcasts along (a row or column vector
+    scaling csr ``s`` reads ``v[indices]`` or repeats ``v`` over each row's entries)."""
+    v = v.reshape((1,) * (len(s.shape) - v.ndim) + v.shape)
+    if s.stype == "row_sparse":  # stored values: (stored rows,) + shape[1:]
+        return v if v.shape[0] == 1 else v[s._indices]
+    rows, cols = v.shape
+    if rows == 1:
+        return v[0] if cols == 1 else v[0, s._indices]
+    column = v[:, 0]
+    return np.repeat(column, np.diff(s._indptr)) if cols == 1 else v[positions(s)]
 
 
 def _sparse_sparse(fn, zeros, a, b):
@@ -214,9 +245,11 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
     @op.infer
     def _(lhs, rhs):
         if lhs == rhs:
-            return lhs if lhs == "default" or zeros else "default"
+            return lhs if lhs == "default" or zeros in (UNION, INTERSECTION) else "default"
         if zeros == INTERSECTION and "default" in (lhs, rhs):
             return lhs if rhs == "default" else rhs
+        if zeros == LEFT and rhs == "default":
+            return lhs
         return "default"
 
     def run(lhs, rhs):
@@ -230,11 +263,13 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
             return NotImplemented  # a sparse operand would be broadcast: fallback
         if lhs.stype == rhs.stype:
             return _sparse_sparse(fn, zeros, lhs, rhs)
-        return _sparse_dense(fn, zeros == INTERSECTION, lhs, rhs)
+        return _sparse_dense(fn, zeros == INTERSECTION or (zeros == LEFT and rhs.stype ==
+                                                           "default"), lhs, rhs)
 
     patterns = [("default", "default")]
     for st in ("csr", "row_sparse"):
-        patterns += [(st, "default"), ("default", st)] + ([(st, st)] if zeros else [])
+        patterns += [(st, "default"), ("default", st)] + (
+            [(st, st)] if zeros in (UNION, INTERSECTION) else [])
     for pattern in patterns:
         op.impl(*pattern)(run)
     return declare_vjp(op, derivatives, fit=_unbroadcast)

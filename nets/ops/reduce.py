@@ -236,6 +236,7 @@ sets the result's dtype (default: the input's). A full reduction has shape
 norm.infer(_dense_result)
 norm.shape(_reduced_shape)
 norm.dtype(lambda d, a: as_dtype(a["out_dtype"], d[0]))
+norm.grad_stype(lambda data, **attrs: (data,))  # g times sign(x) or x / |x|: x's pattern
 
 
 def _norm(data, ord, axis, out_dtype, keepdims):
@@ -302,15 +303,19 @@ Index of the {what} value along ``axis`` (an int; None: of the flattened array,
 shape ``(1,)``), the first one on ties. As in MXNet the indices are floats, of
 dtype ``np.result_type(data.dtype, float32)``: float32, float64 for float64 input;
 float16 input gets float32, since float16 cannot hold indices past 2048.
-Dense only: a sparse input falls back (warns).
+Dense only: a sparse input falls back (warns). The gradient is zero (as in MXNet): the
+index is piecewise constant in ``data``, so a recorded ``{name}`` passes nothing back.
 """
 
 
 def _declare_arg(name, fn, what):
-    op = Op(name, ("data",), {"axis": None, "keepdims": False}, doc=_ARG_DOC.format(what=what))
+    op = Op(name, ("data",), {"axis": None, "keepdims": False},
+            doc=_ARG_DOC.format(what=what, name=name))
     op.infer(_dense_result)
     op.shape(_reduced_shape)
     op.dtype(lambda d, a: np.result_type(d[0], np.float32))
+    op.grad_stype(lambda data, axis, keepdims: (None,))
+    op.vjp(lambda node, g: None)  # a zero gradient (piecewise constant)
 
     @op.impl("default")
     def _(data, axis, keepdims):

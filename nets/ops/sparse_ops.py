@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..base import INDEX_DTYPE, NetsError, ShapeError, check_stype
+from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError, check_stype
 from ..ndarray.creation import zeros_sparse
 from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
 from ..ndarray.dense import NDArray
@@ -122,7 +122,8 @@ def _bad_id(ids, flat, op, arg, why):
 retain = Op("retain", ("data", "indices"), doc="""\
 The rows of row_sparse ``data`` listed in ``indices`` (row ids in any order, repeats
 allowed; integers or whole-number floats in range). Listed rows that ``data`` does not
-store stay absent; the output is row_sparse.
+store stay absent; the output is row_sparse. ``data`` of any other storage type raises
+``StorageTypeError`` (as MXNet's ``sparse.retain``): there are no stored rows to keep.
 """)
 
 
@@ -136,22 +137,29 @@ retain.dtype(lambda d, a: d[0], index={1})
 retain.grad_stype(lambda data, indices: ("row_sparse", None))
 
 
-@retain.impl("row_sparse", "default")
-def _(data, indices):
-    ids = as_row_ids(indices._np, data.shape[0], "retain", "indices")
-    keep = np.isin(data._indices, ids)
+def _retain_rows(data, indices):
+    ids = indices._np if indices.stype == "default" else indices.asnumpy()  # (a list of ids)
+    keep = np.isin(data._indices, as_row_ids(ids, data.shape[0], "retain", "indices"))
     return RowSparseNDArray(data._data[keep], data._indices[keep], data.shape, data.context)
 
 
-@retain.impl("default", "default")
-def _(data, indices):
-    rows = np.unique(as_row_ids(indices._np, data.shape[0], "retain", "indices"))
-    return RowSparseNDArray(data._np[rows], rows, data.shape, data.context)
+def _retain_refused(data, indices):
+    raise StorageTypeError(f"retain: data must be row_sparse, got stype={data.stype!r}; "
+                           f"cast it first (data.tostype('row_sparse'))")
+
+
+for _ids in ("default", "csr", "row_sparse"):
+    retain.impl("row_sparse", _ids)(_retain_rows)
+    retain.impl("default", _ids)(_retain_refused)
+    retain.impl("csr", _ids)(_retain_refused)
+del _ids
 
 
 @retain.vjp
 def _(node, g):
     """The gradient's retained rows (row_sparse); none for the indices."""
+    if g.stype != "row_sparse":
+        g = cast_storage(g, stype="row_sparse")
     return retain(g, node.inputs[1]), None
 
 
@@ -287,3 +295,30 @@ for _op in (zeros_like, ones_like):
     _op.grad_stype(lambda data: (None,))
     _op.vjp(lambda node, g: None)  # the output does not depend on the input's values
 del _op
+
+
+# -- the gradient of a CSR leaf -----------------------------------------------------------------
+
+def values_at(grad, like):
+    """``grad`` (any stype, ``like``'s shape) sampled at the stored entries of CSR ``like``:
+    a CSR array of ``like``'s pattern (explicit zeros kept) and ``grad``'s dtype. This is
+    the gradient with respect to ``like``'s stored values, which a CSR leaf with a csr
+    gradient slot receives (DESIGN §3.4). ``grad`` already of that pattern is returned as
+    it is. Reads O(nnz) values of ``grad`` (a row lookup when row_sparse); never densifies."""
+    indptr, indices = like._indptr, like._indices
+    if grad.stype == "csr" and (grad._indptr is indptr or np.array_equal(grad._indptr, indptr)) \
+            and (grad._indices is indices or np.array_equal(grad._indices, indices)):
+        return grad
+    rows = row_ids(indptr)
+    if grad.stype == "default":
+        values = grad._np[rows, indices]
+    elif grad.stype == "row_sparse":
+        stored = grad._indices
+        pos = np.minimum(np.searchsorted(stored, rows), max(len(stored) - 1, 0))
+        found = stored[pos] == rows if len(stored) else np.zeros(len(rows), bool)
+        values = np.where(found, grad._data[pos, indices] if len(stored) else 0, 0)
+    else:  # csr of another pattern: look each entry up in grad's row
+        m = grad.asscipy()
+        values = np.asarray(m[rows, indices]).ravel() if len(rows) else np.empty(0)
+    return CSRNDArray(values.astype(grad.dtype, copy=False), indices.copy(), indptr.copy(),
+                      like.shape, like.context)

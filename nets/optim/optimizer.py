@@ -360,7 +360,9 @@ class RowSelection:
     so that it grows once rather than on every step. A gradient row absent from a
     row_sparse gradient, when every row is selected, reads an appended zero row.
 
-    ``lazy_update``: select the gradient's rows when it is row_sparse.
+    ``lazy_update``: select the gradient's rows when it is row_sparse. A row_sparse
+    gradient listing every row selects every row (``ids`` None): the update is the dense
+    pass, costing what a dense gradient's does.
     """
 
     def __init__(self, weight, grad, states, lazy_update):
@@ -374,7 +376,10 @@ class RowSelection:
         g = _storage(grad, "grad", shape, dtype, written=False)
         lazy = lazy_update and grad.stype == "row_sparse"
         self.nrows = n = shape[0] if shape else 1
-        self.ids = ids = grad._indices if lazy else None
+        ids = grad._indices if lazy else None
+        if ids is not None and len(ids) == n:
+            ids = None  # (sorted unique: it lists every row) the dense pass, at its cost
+        self.ids = ids
         self.count = n if ids is None else len(ids)
         self.weight, weight_line = _selected(weight, w, ids, n, None)
         self.grad, grad_line = _selected_grad(grad, g, lazy, n)

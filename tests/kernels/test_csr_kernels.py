@@ -116,3 +116,25 @@ def test_float32_stays_float32():
 
 def test_prefetch_row_is_a_no_op_in_python():
     assert kernels.prefetch_row(np.zeros((2, 3)), 1) is None
+
+
+@pytest.mark.parametrize("width", [0, 3])
+@pytest.mark.parametrize("name", CASES)
+def test_csr_sampled_dot_over_every_split(name, width):
+    """``(a @ b.T)`` at the stored entries, over any split of the rows into ranges; the
+    entries of rows outside a range are left as they were."""
+    x = _case(name)
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(x.shape[0], width)), rng.normal(size=(x.shape[1], width))
+    indptr, indices, _ = _csr(x)
+    rows = np.repeat(np.arange(x.shape[0]), np.diff(indptr))
+    want = (a @ b.T)[rows, indices]
+    for ranges in _splits(len(x))[:12]:
+        out = np.full(len(indices), 7.0)
+        for lo, hi in ranges:
+            kernels.csr_sampled_dot(indptr, indices, a, b, out, lo, hi)
+        np.testing.assert_allclose(out, want, atol=1e-12)
+    out = np.full(len(indices), 7.0, np.float32)
+    kernels.csr_sampled_dot(indptr, indices, a.astype(np.float32), b.astype(np.float32), out,
+                            0, 0)
+    np.testing.assert_array_equal(out, 7.0)

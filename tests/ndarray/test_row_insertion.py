@@ -58,3 +58,20 @@ def test_bad_rows_raise(bad, match):
     with pytest.raises(nets.NetsError, match=match):
         a.insert_rows(bad)
     assert a.indices.asnumpy().tolist() == ROWS  # unchanged
+
+
+@pytest.mark.parametrize("stored", [[], [0, 2, 5, 7], list(range(8))])
+@pytest.mark.parametrize("rows", [list(range(8)), [7, 0, 3, 3], [6]])
+def test_merge_of_sorted_ids_against_a_set_oracle(stored, rows):
+    """The stored rows after insertion are the set union (a linear merge of sorted ids);
+    values stay where they were; a full array takes nothing and still checks the ids."""
+    a, data = _rsp(np.float64, rows=stored)
+    before = a.asnumpy()
+    want = sorted(set(stored) | set(rows))
+    assert a.insert_rows(rows) is (want != stored)
+    assert a.indices.asnumpy().tolist() == want
+    assert np.array_equal(a.asnumpy(), before)
+    a.check_format(full_check=True)
+    if len(want) == SHAPE[0]:
+        with pytest.raises(nets.NetsError, match="row 8 is out of range for 8 rows"):
+            a.insert_rows([1, 8])

@@ -19,6 +19,9 @@ ORACLE = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divi
 # how two sparse operands of one stype combine without falling back
 PATTERN = {"multiply": "intersection", "add": "union", "subtract": "union", "maximum": "union",
            "minimum": "union", "not_equal": "union", "greater": "union", "lesser": "union"}
+# a sparse lhs with a dense rhs keeps the lhs's pattern: its unstored entries stay 0, also
+# where the rhs is 0 (MXNet's csr / dense), and two sparse operands fall back
+LEFT = {"divide"}
 BROADCAST = {"add": "broadcast_add", "subtract": "broadcast_sub", "multiply": "broadcast_mul",
              "divide": "broadcast_div", "modulo": "broadcast_mod", "power": "broadcast_power",
              **{n: f"broadcast_{n}" for n in ("maximum", "minimum", "equal", "not_equal",
@@ -42,6 +45,8 @@ def expected_storage(name, ls, rs):
     pattern = PATTERN.get(name)
     if ls == rs:
         return (ls, False) if ls == "default" or pattern else ("default", True)
+    if name in LEFT and rs == "default":
+        return ls, False
     if "default" in (ls, rs):
         sparse = ls if rs == "default" else rs
         return (sparse if pattern == "intersection" else "default"), False
@@ -51,6 +56,13 @@ def expected_storage(name, ls, rs):
 def oracle(name, a, b, dtype):
     with np.errstate(all="ignore"):
         return np.asarray(ORACLE[name](a, b)).astype(dtype)
+
+
+def expected(name, a, b, stype, dtype=np.float32):
+    """The oracle, with a ``LEFT`` operator's unstored entries of a sparse result zero."""
+    want = oracle(name, a.asnumpy(), b.asnumpy(), dtype)
+    return np.where(stored(a), want, 0).astype(dtype) if (
+        name in LEFT and stype != "default") else want
 
 
 def check(out, want, stype):
@@ -106,8 +118,8 @@ def operand(stype, density, dtype, shape=SHAPE):
 @pytest.mark.parametrize("name", ORACLE)
 def test_binary_table(name, ls, rs, dtype, density):
     a, b = operand(ls, density, dtype), operand(rs, density, dtype)
-    want = oracle(name, a.asnumpy(), b.asnumpy(), dtype)
     stype, falls_back = expected_storage(name, ls, rs)
+    want = expected(name, a, b, stype, dtype)
     ops = [getattr(nd, name), getattr(nd, BROADCAST[name])]
     if name in SAME_SHAPE:
         ops.append(getattr(nd, SAME_SHAPE[name]))
@@ -169,9 +181,34 @@ def test_dense_broadcasting(name, lshape, rshape):
 def test_sparse_with_broadcast_dense_is_native(name, dshape, stype):
     s = rand_ndarray(SHAPE, stype, 0.5)
     d = dense(dshape)
-    stype_out, _ = expected_storage(name, stype, "default")
-    check(getattr(nd, name)(s, d), oracle(name, s.asnumpy(), d.asnumpy(), np.float32), stype_out)
-    check(getattr(nd, name)(d, s), oracle(name, d.asnumpy(), s.asnumpy(), np.float32), stype_out)
+    for a, b in ((s, d), (d, s)):
+        stype_out, _ = expected_storage(name, a.stype, b.stype)
+        check(getattr(nd, name)(a, b), expected(name, a, b, stype_out), stype_out)
+
+
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vector", ["row", "row_1d", "column", "one"])
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+@pytest.mark.parametrize("name", ["broadcast_mul", "broadcast_div"])
+def test_sparse_scaled_by_a_vector_keeps_its_pattern(name, stype, vector, dtype, density):
+    """MXNet's ``broadcast_mul``/``broadcast_div(csr, dense row or column vector)`` keep
+    csr (and row_sparse here): the sparse operand's pattern, each stored value scaled by
+    the vector's entry of its column (row vector) or row (column vector). The divisor has
+    zeros: the unstored entries stay 0 there (MXNet's rule; numpy's 0/0 is nan)."""
+    s = rand_ndarray(SHAPE, stype, density, dtype)
+    shape = {"row": (1, SHAPE[1]), "row_1d": (SHAPE[1],), "column": (SHAPE[0], 1),
+             "one": (1,)}[vector]
+    v = nd.array(np.arange(np.prod(shape)).reshape(shape) - 1.0, dtype=dtype)  # one zero
+    x, vv = s.asnumpy(), v.asnumpy()
+    with np.errstate(all="ignore"):
+        want = x * vv if name == "broadcast_mul" else x / vv
+    want = np.where(stored(s), want, 0).astype(dtype)
+    for fn in (getattr(nd, name), (lambda a, b: a * b) if name == "broadcast_mul" else
+               (lambda a, b: a / b)):
+        out = fn(s, v)
+        check(out, want, stype)
+        assert np.array_equal(stored(out), stored(s))
 
 
 @pytest.mark.parametrize("name, ls, rs, lshape, rshape, stype", [
@@ -274,7 +311,7 @@ def test_python_operators(name, ls, rs):
     a, b = rand_ndarray(SHAPE, ls, 0.5), rand_ndarray(SHAPE, rs, 0.5)
     stype, falls_back = expected_storage(name, ls, rs)
     out = run(getattr(a, OPERATOR[name]), falls_back, b)
-    check(out, oracle(name, a.asnumpy(), b.asnumpy(), np.float32), stype)
+    check(out, expected(name, a, b, stype), stype)
 
 
 @pytest.mark.parametrize("other_stype", [None, "default", "csr", "row_sparse"])

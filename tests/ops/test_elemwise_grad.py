@@ -135,12 +135,13 @@ def test_sparse_maximum_minimum(name, stype):
 @pytest.mark.parametrize("name, want", [("broadcast_mul", "csr"), ("broadcast_add", "default"),
                                         ("broadcast_sub", "default"),
                                         ("broadcast_maximum", "default"),
-                                        ("broadcast_div", "default")])
+                                        ("broadcast_div", "csr")])
 @pytest.mark.parametrize("rshape", [(4, 3), (1, 3), (3,)])
 def test_csr_constant_with_dense(name, want, rshape):
     c, w = sparse((4, 3), "csr", 0.5), uniform(rshape, 0.5, 2)
-    if name == "broadcast_div":
-        check_numeric_gradient(getattr(nd, name), [c, w], grad_stypes=[None, "default"])
+    if name == "broadcast_div":  # csr / dense keeps csr: w's gradient -g * y / w is too
+        check_numeric_gradient(getattr(nd, name), [c, w],
+                               grad_stypes=[None, want if rshape == (4, 3) else "default"])
         return
     # w's gradient is g * csr for multiply (csr until broadcasting sums it)
     check_numeric_gradient(getattr(nd, name), [c, w],
@@ -186,3 +187,16 @@ def test_second_derivatives(fn, d2):
         dy = autograd.grad(fn(x), [x], create_graph=True)[0]
     dy.backward()
     assert_almost_equal(x.grad, d2(xv), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("vshape", [(1, 3), (3,), (4, 1)])
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+@pytest.mark.parametrize("name", ["broadcast_mul", "broadcast_div"])
+def test_sparse_scaled_by_a_vector_both_differentiable(name, stype, vshape):
+    """Both operands' gradients against central differences: a csr leaf's w.r.t. its
+    stored values (its pattern), a row_sparse one's over its dense equivalent; the
+    vector's summed over the broadcast axes, dense."""
+    x, v = sparse((4, 3), stype, 0.5), uniform(vshape, 0.5, 2)
+    # (a dense head: the row_sparse operand's gradient g * d(x op v)/dx comes out dense)
+    check_numeric_gradient(getattr(nd, name), [x, v],
+                           grad_stypes=["csr" if stype == "csr" else "default", "default"])

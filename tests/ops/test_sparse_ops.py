@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 
-import nets
 from nets import nd
-from nets.base import NetsError, ShapeError
+from nets.base import NetsError, ShapeError, StorageTypeError
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 from tests.ops.conftest import dense_values
 
@@ -13,7 +12,7 @@ DTYPES = ("float32", "float64")
 
 # -- retain ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stype", ["row_sparse", "default"])
+@pytest.mark.parametrize("stype", ["row_sparse"])
 @pytest.mark.parametrize("density", DENSITIES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("ids", [[5, 0, 3, 3], [], [7]], ids=["unsorted-repeats", "none", "last"])
@@ -35,12 +34,13 @@ def test_retain_integer_ids():
     assert list(y._indices) == [1, 4]
 
 
-def test_retain_csr_falls_back():
-    x = rand_ndarray((4, 3), "csr", 1.0)
-    with pytest.warns(nets.StorageFallbackWarning, match="retain"):
-        y = nd.sparse.retain(x, nd.array([1]))
-    assert y.stype == "row_sparse" and list(y._indices) == [1]
-    assert_almost_equal(y.asnumpy()[1], x.asnumpy()[1])
+@pytest.mark.parametrize("stype", ["default", "csr"])
+def test_retain_needs_row_sparse(stype):
+    """MXNet's ``sparse.retain`` accepts only row_sparse data: other stypes raise, naming it."""
+    x = rand_ndarray((4, 3), stype, 1.0)
+    with pytest.raises(StorageTypeError, match=f"retain: data must be row_sparse, got "
+                                                    f"stype='{stype}'"):
+        nd.sparse.retain(x, nd.array([1]))
 
 
 @pytest.mark.parametrize("ids, match", [
@@ -132,3 +132,24 @@ def test_zeros_like_ones_like(stype, dtype, no_densify):
         assert z._data.size == 0  # nothing stored
     assert o.stype == "default" and o.dtype == np.dtype(dtype)
     assert np.array_equal(o._np, np.ones((3, 4)))
+
+
+# -- values_at: the gradient of a CSR leaf ---------------------------------------------------
+
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("gstype", ["default", "csr", "row_sparse"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_values_at_samples_the_pattern(gstype, density, dtype):
+    """Any gradient sampled at a csr array's stored entries: that pattern exactly (explicit
+    zeros kept), the gradient's values there, its dtype."""
+    from nets.ops.sparse_ops import values_at
+    like = rand_ndarray((6, 5), "csr", density, dtype)
+    grad = rand_ndarray((6, 5), gstype, 0.5, dtype)
+    got = values_at(grad, like)
+    assert got.stype == "csr" and got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.indptr.asnumpy(), like.indptr.asnumpy())
+    np.testing.assert_array_equal(got.indices.asnumpy(), like.indices.asnumpy())
+    rows = np.repeat(np.arange(6), np.diff(like.indptr.asnumpy()))
+    assert_almost_equal(got.data, grad.asnumpy()[rows, like.indices.asnumpy()])
+    if gstype == "csr":
+        assert values_at(got, like) is got  # already of the pattern

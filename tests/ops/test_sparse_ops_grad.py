@@ -19,7 +19,7 @@ def test_cast_storage(src, to, density):
 
 
 @pytest.mark.parametrize("indices", [[3, 0, 3], [], [0, 1, 2, 3, 4]])
-@pytest.mark.parametrize("stype", ["default", "row_sparse"])
+@pytest.mark.parametrize("stype", ["row_sparse"])
 def test_retain(stype, indices):
     """The retained rows of the gradient, row_sparse; none for the indices."""
     x = rand_ndarray((5, 2), stype, 0.6)

@@ -99,11 +99,18 @@ def test_clip_sparse(stype):
     check_numeric_gradient(lambda x: nd.clip(x, -0.5, 0.5), [x])
     # 0 is a bound: the gradient is g there (MXNet passes it at the bounds)
     xs = nd.array(x.asnumpy() ** 2).tostype(stype)
-    xs.attach_grad()
+    want = (xs.asnumpy() <= 1.0).astype(np.float64)
+    xs.attach_grad(stype="default")
     with autograd.record():
         y = nd.clip(xs, 0.0, 1.0)
     y.backward()
-    assert_almost_equal(xs.grad, (xs.asnumpy() <= 1.0).astype(np.float64))
+    assert_almost_equal(xs.grad, want)
+    xs.attach_grad()  # its own stype: a csr leaf's gradient is w.r.t. its stored values
+    with autograd.record():
+        y = nd.clip(xs, 0.0, 1.0)
+    y.backward()
+    assert xs.grad.stype == stype
+    assert_almost_equal(xs.grad, want * (xs.asnumpy() != 0) if stype == "csr" else want)
 
 
 @pytest.mark.parametrize("name, d2", [

@@ -206,6 +206,26 @@ def test_lazy_with_every_row_equals_dense(case, weight_stype):
             assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("state_stype", ["default", "row_sparse"])
+def test_a_gradient_listing_every_row_selects_the_dense_pass(state_stype):
+    """Its selection is every row (no index lines: the dense kernels' single pass), and a
+    row_sparse state of an earlier lazy step grows to every row once, keeping its values."""
+    from nets.optim.optimizer import RowSelection
+    w = nd.ones((6, 2))
+    state = nd.zeros((6, 2), stype=state_stype)
+    if state_stype == "row_sparse":
+        state.insert_rows([1, 4])
+        state.data[:] = 3.0
+    grad = nd.sparse.row_sparse_array((np.ones((6, 2), np.float32), np.arange(6)), shape=(6, 2))
+    rows = RowSelection(w, grad, [state], lazy_update=True)
+    assert rows.ids is None and rows.count == 6 and rows.pos.shape == (0, 0)
+    want = np.zeros((6, 2), np.float32)
+    if state_stype == "row_sparse":
+        want[[1, 4]] = 3.0
+        assert state.indices.asnumpy().tolist() == list(range(6))
+    assert np.array_equal(state.asnumpy(), want)
+
+
 def test_mxnet_row_sparse_tutorial():
     """MXNet's "RowSparseNDArray - NDArray for Sparse Gradient Updates" SGD example."""
     weight = nd.ones((4, 2)).tostype("row_sparse")

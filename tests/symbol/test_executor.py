@@ -161,6 +161,25 @@ def test_dot_csr_weight_gradient_is_row_sparse_and_the_csr_data_gradient_dense()
     assert [None if g is None else g.stype for g in exe.grad_arrays] == [None, "row_sparse"]
 
 
+def test_a_csr_variable_declaring_a_csr_gradient_gets_it_on_its_stored_values():
+    """``grad_stype='csr'`` on the csr variable: its gradient buffer is csr, and backward
+    fills it as a csr leaf's (``attach_grad()``): the data's pattern, holding the dense
+    gradient ``head . w^T`` at the stored entries."""
+    x, w = sym.var("x", stype="csr", grad_stype="csr"), sym.var("w")
+    y = sym.sparse.dot(x, w)
+    assert y.infer_grad_storage_type() == ["csr", "row_sparse"]
+    exe = y.simple_bind(x=(3, 5), w=(5, 2))
+    xv = nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [1, 4, 1], [0, 2, 2, 3]), shape=(3, 5))
+    wv, head = rand_ndarray((5, 2)), rand_ndarray((3, 2))
+    exe.forward(is_train=True, x=xv, w=wv)
+    exe.backward(head)
+    g = exe.grad_dict["x"]
+    assert g.stype == "csr"
+    assert g.indptr.asnumpy().tolist() == [0, 2, 2, 3] and g.indices.asnumpy().tolist() == [1, 4, 1]
+    dense = head.asnumpy() @ wv.asnumpy().T
+    assert_almost_equal(g, dense * (xv.asnumpy() != 0))
+
+
 def test_dot_of_a_transposed_csr_outputs_row_sparse():
     x, w = sym.var("x", stype="csr"), sym.var("w")
     y = sym.sparse.dot(x, w, transpose_a=True)
