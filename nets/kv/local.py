@@ -10,6 +10,7 @@ import numpy as np
 
 from ..base import NetsError
 from ..ndarray.dense import NDArray
+from ..ndarray.row_sparse import RowSparseNDArray
 from ..ops import add_n, retain
 from ..ops.sparse_ops import as_row_ids
 from .base import KVStore, register
@@ -98,7 +99,10 @@ class LocalKVStore(KVStore):
             value = self._values[key]
             rows = np.unique(as_row_ids(row_ids.asnumpy(), value.shape[0], "row_sparse_pull",
                                         "row_ids"))
-            out._assign(retain(value, NDArray(rows)))
+            if value.stype == "row_sparse":
+                out._assign(retain(value, NDArray(rows)))
+            else:  # a dense value: its rows, copied
+                out._assign(RowSparseNDArray(value._np[rows], rows, value.shape, value.context))
 
     # -- optimizer and compression -------------------------------------------------------------
     def set_optimizer(self, optimizer):
