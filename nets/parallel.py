@@ -52,7 +52,7 @@ ENV = "NETS_NUM_THREADS"
 # blocked between calls joins a call only after a wake-up (and then the GIL), and the caller
 # needs one more when it waits for the worker's last chunk: a thread pays only when its share
 # of the work takes several times that.
-GRAIN = 1 << 20
+GRAIN = 1 << 19
 # Chunks per thread: enough that a thread whose core is busy holds back at most a small
 # part of the call, few enough that each chunk's kernel dispatch is negligible.
 CHUNKS = 4
