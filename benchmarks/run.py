@@ -106,7 +106,7 @@ def _timed(fn):
 # -- nets --------------------------------------------------------------------------------
 
 def _nets_csr(arrays, n_features):
-    from nets.ndarray.csr import CSRNDArray
+    from nets.arrays.csr import CSRNDArray
     return CSRNDArray(arrays["data"], arrays["indices"], arrays["indptr"],
                       (len(arrays["indptr"]) - 1, n_features))
 
@@ -183,7 +183,7 @@ def nets_w1(args, key):
 def nets_w2(args, key):
     import nets
     from nets import layers
-    from nets.ndarray.dense import NDArray
+    from nets.arrays.dense import NDArray
     arrays = wl.w2_arrays(args.data_dir, args.quick)
     X, y = _nets_csr(arrays, wl.W2["features"]), NDArray(arrays["label"])
     net = layers.HybridSequential()
@@ -210,7 +210,7 @@ def nets_w2(args, key):
 def nets_w3(args, key):
     import nets
     from nets import layers
-    from nets.ndarray.dense import NDArray
+    from nets.arrays.dense import NDArray
     arrays = wl.w3_arrays(args.data_dir, args.quick)
     dim = wl.W3["dim"]
 

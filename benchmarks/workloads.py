@@ -112,7 +112,7 @@ def w3_arrays(data_dir, quick):
 
 def _save_libsvm(path, arrays, n_features):
     from nets.data import save_libsvm
-    from nets.ndarray.csr import CSRNDArray
+    from nets.arrays.csr import CSRNDArray
     X = CSRNDArray(arrays["data"], arrays["indices"], arrays["indptr"],
                    (len(arrays["indptr"]) - 1, n_features))
     tmp = path + ".tmp"

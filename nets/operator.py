@@ -41,8 +41,8 @@ import weakref
 import numpy as np
 
 from .base import RECORDER, TRAINING, NetsError, current_context
-from .ndarray.creation import zeros
-from .ndarray.dense import NDArray
+from .arrays.creation import zeros
+from .arrays.dense import NDArray
 from .ops.registry import REQUIRED, Op
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom",

@@ -18,9 +18,9 @@ import zipfile
 import numpy as np
 
 from .base import NetsError
-from .ndarray.csr import CSRNDArray
-from .ndarray.dense import NDArray
-from .ndarray.row_sparse import RowSparseNDArray
+from .arrays.csr import CSRNDArray
+from .arrays.dense import NDArray
+from .arrays.row_sparse import RowSparseNDArray
 
 __all__ = ["save_arrays", "load_arrays", "save", "load"]
 

@@ -4,9 +4,9 @@ import numpy as np
 
 from .base import as_dtype, check_stype, cpu
 from .data.synthetic import make_sparse_dataset
-from .ndarray.creation import array, csr_matrix, row_sparse_array, zeros_sparse
-from .ndarray.csr import row_ids
-from .ndarray.dense import NDArray
+from .arrays.creation import array, csr_matrix, row_sparse_array, zeros_sparse
+from .arrays.csr import row_ids
+from .arrays.dense import NDArray
 from .random import generator
 
 __all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d",

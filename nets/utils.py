@@ -7,7 +7,7 @@ import numpy as np
 
 from . import kernels
 from .base import NetsError
-from .ndarray.dense import NDArray
+from .arrays.dense import NDArray
 
 __all__ = ["clip_global_norm"]
 

@@ -33,18 +33,29 @@ def test_nd_is_a_face_over_the_array_floor_and_the_operators():
         assert getattr(nets.nd, name) is getattr(nets.ops, name), name
         assert getattr(nets.nd.sparse, name) is getattr(nets.ops, name), name
     for name in ("NDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros", "arange"):
-        assert getattr(nets.nd, name) is getattr(nets.ndarray, name), name
-    assert nets.nd.sparse.zeros is nets.ndarray.sparse.zeros  # the stype-taking constructor
-    assert nets.nd.sparse.csr_matrix is nets.ndarray.sparse.csr_matrix
-    assert nets.nd.random.uniform is nets.ndarray.random.uniform
-    assert set(nets.nd.__all__) >= set(nets.ndarray.__all__) | set(nets.ops.__all__)
+        assert getattr(nets.nd, name) is getattr(nets.arrays, name), name
+    assert nets.nd.sparse.csr_matrix is nets.arrays.sparse.csr_matrix
+    assert nets.nd.random.uniform is nets.arrays.random.uniform
+    assert set(nets.nd.__all__) >= set(nets.arrays.__all__) | set(nets.ops.__all__)
 
 
-def test_ndarray_is_the_array_floor_without_operators():
-    """MXNet's ``mx.ndarray.dot`` is ``nets.nd.dot``; ``nets.ndarray`` holds arrays only."""
+def test_ndarray_is_mxnets_long_name_of_nd():
+    """MXNet programs write both ``mx.nd.X`` and ``mx.ndarray.X``: after renaming, both reach
+    the face (operators included), also through ``import`` statements."""
     import nets
-    assert not hasattr(nets.ndarray, "dot") and not hasattr(nets.ndarray.sparse, "retain")
-    assert nets.ndarray.sparse.csr_matrix(([1.0], [2], [0, 1]), shape=(1, 3)).stype == "csr"
+    import nets.ndarray.sparse
+    from nets.ndarray import sparse
+    assert nets.ndarray is nets.nd and sparse is nets.nd.sparse
+    assert nets.ndarray.sparse is nets.nd.sparse and nets.ndarray.random is nets.nd.random
+    assert nets.ndarray.dot is nets.nd.dot and nets.ndarray.sparse.retain is nets.nd.sparse.retain
+    x = nets.ndarray.sparse.csr_matrix(([1.0], [2], [0, 1]), shape=(1, 3))
+    assert nets.ndarray.dot(x, nets.ndarray.ones((3, 2))).shape == (1, 2)
+
+
+def test_the_array_floor_has_no_operators():
+    """``nets.arrays`` holds arrays only; the operators are installed from ``nets.ops``."""
+    import nets
+    assert not hasattr(nets.arrays, "dot") and not hasattr(nets.arrays.sparse, "retain")
 
 
 def test_synthetic_data_is_public_in_data():

@@ -31,7 +31,7 @@ DOCS = os.path.join(os.path.dirname(ROOT), "docs", "architecture.md")
 # root package ``nets`` (the public face, importing everything).
 FLOORS = (
     ("bottom", ("base.py", "batch.py", "random.py", "parallel.py", "kernels/")),
-    ("arrays", ("ndarray/",)),
+    ("arrays", ("arrays/",)),
     ("operators", ("ops/", "serialization.py")),
     ("autograd", ("autograd/", "nd/", "operator.py")),
     ("optimization", ("optim/", "kv/")),

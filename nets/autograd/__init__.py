@@ -71,7 +71,7 @@ Register a vector-Jacobian product beside the operator::
   only when a gradient has to flow through it to reach a leaf being
   differentiated; otherwise it is never called.
 """
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from .engine import backward, grad
 from .function import Function
 from .methods import install

@@ -4,8 +4,8 @@ from operator import attrgetter
 import numpy as np
 
 from ..base import NetsError, ShapeError
-from ..ndarray.creation import array, zeros
-from ..ndarray.dense import NDArray
+from ..arrays.creation import array, zeros
+from ..arrays.dense import NDArray
 from ..ops.registry import OPS, Op
 from ..ops.sparse_ops import values_at
 from .tape import _Scope

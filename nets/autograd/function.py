@@ -1,6 +1,6 @@
 """Custom differentiable functions (MXNet's ``autograd.Function``)."""
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from ..base import RECORDER
 from .tape import Node, _Scope
 

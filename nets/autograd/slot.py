@@ -17,8 +17,8 @@ gradients it delivers, the engine reuses the memory of only those it created its
 (see ``engine._deliver``).
 """
 from ..base import NetsError, ShapeError, check_stype
-from ..ndarray.creation import zeros
-from ..ndarray.dense import NDArray
+from ..arrays.creation import zeros
+from ..arrays.dense import NDArray
 
 __all__ = ["GradSlot", "GRAD_REQS", "attach_grad", "mark_variables", "grad_slot",
            "release_grad"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import nd
 from ..base import NetsError, StorageTypeError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from ..random import generator
 from .iterators import _positive, stack_rows
 

@@ -1,7 +1,7 @@
 """Datasets, as Gluon's ``gluon.data``: ``Dataset``, ``SimpleDataset``, ``ArrayDataset`` and
 ``LibSVMDataset``. A sample of a CSR array is a CSR row of shape ``(1, n_features)``."""
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from .libsvm import load_libsvm
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "LibSVMDataset"]

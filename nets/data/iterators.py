@@ -16,8 +16,8 @@ import numpy as np
 from .. import nd
 from ..batch import DataBatch, DataDesc
 from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
-from ..ndarray.csr import CSRNDArray
-from ..ndarray.dense import NDArray
+from ..arrays.csr import CSRNDArray
+from ..arrays.dense import NDArray
 from ..random import generator
 from .libsvm import _path, _Spec, block_arrays, line_ranges, read_blocks
 

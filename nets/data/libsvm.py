@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import kernels
 from ..base import INDEX_DTYPE, DTypeError, NetsError, as_dtype
-from ..ndarray.creation import array, csr_matrix
-from ..ndarray.csr import CSRNDArray
-from ..ndarray.dense import NDArray
+from ..arrays.creation import array, csr_matrix
+from ..arrays.csr import CSRNDArray
+from ..arrays.dense import NDArray
 from ..parallel import get_num_threads, parallel_for, parallel_map
 
 __all__ = ["load_libsvm", "save_libsvm"]

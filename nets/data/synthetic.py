@@ -3,8 +3,8 @@ design matrix with power-law feature frequencies, the hidden model and its label
 import numpy as np
 
 from ..base import NetsError, as_dtype
-from ..ndarray.csr import CSRNDArray
-from ..ndarray.dense import NDArray
+from ..arrays.csr import CSRNDArray
+from ..arrays.dense import NDArray
 from ..random import generator
 
 __all__ = ["make_sparse_dataset"]

@@ -10,7 +10,7 @@ later the Ray one) implements those and the optimizer methods.
 import numbers
 
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 
 __all__ = ["KVStore", "KVStoreBase", "create", "register", "DIST_NAMES"]
 

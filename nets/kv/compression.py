@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 
 __all__ = ["TwoBitCompression", "from_params"]
 

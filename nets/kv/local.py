@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 
 from ..base import NetsError
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n, retain
 from ..ops.sparse_ops import as_row_ids
 from .base import KVStore, register

@@ -8,7 +8,7 @@ store's states file is the one ``Trainer.save_states`` writes.
 import numpy as np
 
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from .base import KVStore, create
 
 __all__ = ["store_for", "push_update", "reduce_grad"]

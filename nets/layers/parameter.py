@@ -14,7 +14,7 @@ import numpy as np
 from .. import autograd
 from .. import init as init_mod
 from ..base import NetsError, ShapeError, as_dtype, current_context
-from ..ndarray.creation import array, zeros_sparse
+from ..arrays.creation import array, zeros_sparse
 
 __all__ = ["Parameter", "ParameterDict", "DeferredInitializationError"]
 

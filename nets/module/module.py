@@ -20,7 +20,7 @@ from ..base import NetsError, current_context
 from ..batch import DataDesc
 from ..kv import DIST_NAMES
 from ..kv.training import push_update, store_for
-from ..ndarray.creation import arange
+from ..arrays.creation import arange
 from ..optim.states import load_states, save_states
 from ..symbol import Symbol
 from ..symbol.checkpoint import load_checkpoint, save_checkpoint

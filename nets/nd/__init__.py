@@ -1,7 +1,7 @@
 """``nets.nd`` (MXNet's ``mx.nd``/``mx.ndarray``): arrays, array creation and every
 operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
 
-A face only: the arrays are ``nets.ndarray`` (the array floor), the operators
+A face only: the arrays are ``nets.arrays`` (the array floor), the operators
 ``nets.ops`` (and ``Custom``, of ``nets.operator``), ``save``/``load``
 ``nets.serialization``; this package sits above them and defines nothing of its own
 except the MXNet conveniences ``waitall`` and ``concatenate``, and ``_internal``: MXNet's
@@ -10,7 +10,7 @@ which ``nets.sym._internal`` uses too.
 """
 import types as _types
 
-from ..ndarray import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray, arange, array,
+from ..arrays import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray, arange, array,
                        empty, from_numpy, full, ones, zeros)
 from ..ops import *
 from ..ops import __all__ as _op_names

@@ -5,9 +5,9 @@ import numpy as np
 
 from .. import kernels, parallel
 from ..base import FLOAT_DTYPES, DTypeError, ShapeError
-from ..ndarray.csr import CSRNDArray
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.csr import CSRNDArray
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from .registry import Op
 from .shape import reshape
 

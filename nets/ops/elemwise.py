@@ -60,9 +60,9 @@ import numpy as np
 
 from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
 from ..base import ShapeError
-from ..ndarray.csr import CSRNDArray
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.csr import CSRNDArray
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from .registry import REQUIRED, RECORDER, Op, all_same_shape, shape_attr
 from .unary import as_dense, declare_vjp, map_op, positions, with_values
 

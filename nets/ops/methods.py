@@ -1,6 +1,6 @@
 """NDArray's Python operators and fluent methods, installed by the operator layer.
 
-The array classes (``nets.ndarray``) import nothing above them, so the methods that
+The array classes (``nets.arrays``) import nothing above them, so the methods that
 compute through operators are defined here and set onto ``NDArray`` by ``install``,
 which ``nets.ops`` calls once at import (the arrow points from ops down to arrays, as
 Chainer's ``install_variable_arithmetics`` does). The sparse classes inherit them.
@@ -11,8 +11,8 @@ Chainer's ``install_variable_arithmetics`` does). The sparse classes inherit the
 import numbers
 
 from ..base import check_stype
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 
 __all__ = ["FLUENT_METHODS", "install"]
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import random as _random
 from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from . import unary
 from .dot import _csr_dense_into, _matmul, dot
 from .elemwise import _sum_to, broadcast_mul, multiply

@@ -23,7 +23,7 @@ any label storage type works natively (``out - label`` with a sparse label is de
 import numpy as np
 
 from ..base import NetsError, ShapeError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from .elemwise import subtract
 from .registry import Op, same_shape
 from .shape import reshape

@@ -30,9 +30,9 @@ import numpy as np
 
 from .. import kernels
 from ..base import FLOAT_DTYPES, NetsError, ShapeError, as_dtype
-from ..ndarray.csr import row_ids
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.csr import row_ids
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide, elemwise_mul,
                        equal, maximum, multiply)
 from .registry import REQUIRED, RECORDER, Op, shape_attr

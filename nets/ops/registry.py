@@ -41,8 +41,8 @@ import warnings
 import numpy as np
 
 from ..base import RECORDER, TRAINING, NetsError, StorageFallbackWarning
-from ..ndarray.creation import array as _to_array
-from ..ndarray.dense import NDArray
+from ..arrays.creation import array as _to_array
+from ..arrays.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
            "storage_verbose", "set_storage_verbose", "log_storage", "same_shape",

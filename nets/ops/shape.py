@@ -38,9 +38,9 @@ import math
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, as_dtype
-from ..ndarray.csr import CSRNDArray, row_ids
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray
+from ..arrays.csr import CSRNDArray, row_ids
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from .elemwise import _sum_to, multiply
 from .registry import REQUIRED, RECORDER, Op, shape_attr
 from .sparse_ops import _sum_by_key, zeros_like

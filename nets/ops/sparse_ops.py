@@ -5,10 +5,10 @@ import numpy as np
 
 from .. import kernels
 from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError, check_stype
-from ..ndarray.creation import zeros_sparse
-from ..ndarray.csr import CSRNDArray, dense_to_csr_parts, row_ids
-from ..ndarray.dense import NDArray
-from ..ndarray.row_sparse import RowSparseNDArray, dense_to_rsp_parts
+from ..arrays.creation import zeros_sparse
+from ..arrays.csr import CSRNDArray, dense_to_csr_parts, row_ids
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray, dense_to_rsp_parts
 from .registry import REQUIRED, Op, all_same_shape, same_shape
 
 __all__ = ["cast_storage", "retain", "add_n", "ElementWiseSum", "zeros_like", "ones_like"]

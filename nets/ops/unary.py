@@ -33,8 +33,8 @@ import numpy as np
 
 from .. import ops as nd  # the package, partly built now: derivative formulas use it on call
 from ..base import RECORDER, NetsError
-from ..ndarray.csr import row_ids
-from ..ndarray.dense import NDArray
+from ..arrays.csr import row_ids
+from ..arrays.dense import NDArray
 from .registry import REQUIRED, Op, same_shape
 from .sparse_ops import cast_storage
 

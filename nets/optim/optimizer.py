@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import parallel
 from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
-from ..ndarray.creation import zeros
-from ..ndarray.dense import NDArray
+from ..arrays.creation import zeros
+from ..arrays.dense import NDArray
 
 __all__ = ["Optimizer", "Record", "RowSelection", "register", "create", "WD_MODES"]
 

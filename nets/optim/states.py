@@ -8,7 +8,7 @@ sparse) and its ``Record`` (update count and catch-up decay), plus the optimizer
 import numpy as np
 
 from ..base import NetsError
-from ..ndarray.dense import NDArray
+from ..arrays.dense import NDArray
 from ..serialization import load_arrays, save_arrays
 from .optimizer import Record
 

@@ -17,8 +17,8 @@ import warnings
 
 from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
-from ..ndarray.creation import array, zeros
-from ..ndarray.dense import NDArray
+from ..arrays.creation import array, zeros
+from ..arrays.dense import NDArray
 from ..ops.fusion import fuse
 from ..ops.registry import RECORDER, Op, log_storage, storage_verbose
 from .inference import infer_grad_storage_type, node_stypes

@@ -6,7 +6,7 @@ import pytest
 import nets
 from nets import data
 from nets.base import NetsError, StorageTypeError
-from nets.ndarray.csr import CSRNDArray
+from nets.arrays.csr import CSRNDArray
 
 
 def _csr(n=7, width=5):

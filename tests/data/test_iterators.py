@@ -7,7 +7,7 @@ import pytest
 import nets
 from nets import data
 from nets.base import NetsError, ShapeError, StorageTypeError
-from nets.ndarray.csr import CSRNDArray
+from nets.arrays.csr import CSRNDArray
 
 
 def rows_of(x):

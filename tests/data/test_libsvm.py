@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import nets
 from nets import data
 from nets.base import NetsError
-from nets.ndarray.csr import CSRNDArray
+from nets.arrays.csr import CSRNDArray
 from nets.test_utils import make_sparse_dataset
 
 

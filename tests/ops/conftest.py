@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from nets.ndarray import CSRNDArray, RowSparseNDArray
+from nets.arrays import CSRNDArray, RowSparseNDArray
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 import nets
 from nets import nd
-from nets.ndarray.base_sparse import BaseSparseNDArray
+from nets.arrays.base_sparse import BaseSparseNDArray
 from nets.ops import dot
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 

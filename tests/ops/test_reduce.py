@@ -5,7 +5,7 @@ import pytest
 import nets
 from nets import nd
 from nets.base import NetsError, ShapeError
-from nets.ndarray.dense import NDArray
+from nets.arrays.dense import NDArray
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import nets
 from nets import nd
-from tests.ndarray.conftest import DENSE, STYPES, make
+from tests.arrays.conftest import DENSE, STYPES, make
 from nets.base import ContextError, NetsError, ShapeError
 
 OTHER = np.array([[0, 0, 0, 0], [7, 0, 8, 0], [0, 0, 0, 0], [0, 0, 0, 9], [0, 0, 0, 0]],

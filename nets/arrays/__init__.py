@@ -4,7 +4,7 @@ random arrays.
 It imports nothing above ``nets.base``, ``nets.random`` and ``nets.kernels``. The
 operators live in ``nets.ops``, which installs NDArray's arithmetic and fluent methods
 when imported; the public namespace with arrays and operators together is ``nets.nd``
-(MXNet's ``mx.nd`` and ``mx.ndarray`` are both ``nets.nd``).
+(MXNet's ``mx.nd`` and ``mx.ndarray`` are ``nets.nd`` and ``nets.ndarray``, one module).
 """
 from . import random, sparse
 from .base_sparse import BaseSparseNDArray

@@ -34,7 +34,7 @@ def test_power_and_modulo_with_reflection():
 
 def test_numpy_on_the_left_defers_to_the_array():
     out = B + nd.array(A)
-    assert isinstance(out, nets.ndarray.NDArray)
+    assert isinstance(out, nets.arrays.NDArray)
     np.testing.assert_allclose(out.asnumpy(), A + B)
 
 

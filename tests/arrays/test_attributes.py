@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 import nets
 from nets import nd
-from tests.ndarray.conftest import DENSE, STYPES, make
+from tests.arrays.conftest import DENSE, STYPES, make
 from nets.base import ContextError, NetsError, ShapeError, SparseFormatError
 
 

@@ -1,4 +1,4 @@
-"""The dense buffers nets allocates start on a cache-line boundary (nets.ndarray.aligned):
+"""The dense buffers nets allocates start on a cache-line boundary (nets.arrays.aligned):
 creation functions, parameters, optimizer states, row_sparse data. malloc alone gives 16
 bytes, so each check fails without the aligned allocator. Values against numpy."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import nets
 from nets import nd
-from nets.ndarray import aligned
+from nets.arrays import aligned
 from nets.optim import create
 
 LINE = 64
