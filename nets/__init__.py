@@ -29,7 +29,7 @@ _sys.modules[__name__ + ".initializer"] = init
 __version__ = "0.1.0"
 
 __all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
-           "arrays", "autograd", "callback", "cpu", "current_context", "data", "get_num_threads", "gpu",
-           "init", "initializer", "kv", "kvstore", "layers", "loss", "metric", "mod", "model",
-           "module", "nd", "ndarray", "num_gpus", "operator", "optim", "random",
-           "set_num_threads", "sym", "symbol", "test_utils", "utils"]
+           "arrays", "autograd", "callback", "cpu", "current_context", "data",
+           "get_num_threads", "gpu", "init", "initializer", "kv", "kvstore", "layers", "loss",
+           "metric", "mod", "model", "module", "nd", "ndarray", "num_gpus", "operator", "optim",
+           "random", "set_num_threads", "sym", "symbol", "test_utils", "utils"]
