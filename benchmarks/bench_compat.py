@@ -8,12 +8,9 @@ the renamed programs with this checkout's ``nets``. A program that stops shows i
 last error line instead of numbers. ``epoch_time_s`` is each program's median
 training time per epoch (for ``wide_deep_inference``: one pass over the test data);
 ratio = nets / MXNet (below 1: nets is faster). Prints a table and one JSON line.
-``--standins`` runs the nets side through ``tests/compat/standins.py`` (stand-ins for
-the names nets still lacks: a preview, not the issue's measure).
 ``COMPAT_NETS_ROOT=DIR`` runs another checkout's nets.
 
-Usage: ``python benchmarks/bench_compat.py [--mxnet-python PY] [--programs a,b]
-[--standins]``
+Usage: ``python benchmarks/bench_compat.py [--mxnet-python PY] [--programs a,b]``
 """
 import argparse
 import json
@@ -34,13 +31,12 @@ def last_error(output):
     return lines[-1][:120] if lines else "no output"
 
 
-def run_side(names, data, python, nets, seed, standins=False):
+def run_side(names, data, python, nets, seed):
     """{program: result dict or {'error': last line}} for one framework."""
     workdir = tempfile.mkdtemp(prefix="bench_compat_")
     out = {}
     for name in names:
-        res = run_program(name, data, python=python, nets=nets, workdir=workdir, seed=seed,
-                          standins=standins)
+        res = run_program(name, data, python=python, nets=nets, workdir=workdir, seed=seed)
         out[name] = res["result"] if res["result"] is not None else {
             "error": last_error(res["output"])}
         print("  %-6s %-22s %s" % ("nets" if nets else "mxnet", name, out[name]),
@@ -55,8 +51,6 @@ def main():
                         help="comma-separated subset (wide_deep_inference needs wide_deep)")
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1, help="initialization seed")
-    parser.add_argument("--standins", action="store_true",
-                        help="nets side through tests/compat/standins.py (preview)")
     args = parser.parse_args()
     names = [n for n in args.programs.split(",") if n]
     data = tempfile.mkdtemp(prefix="bench_compat_data_")
@@ -68,7 +62,7 @@ def main():
         print("MXNet side skipped: %s not found (create it with benchmarks/mxnet_venv.sh)"
               % args.mxnet_python)
         mxnet = {n: {"error": "skipped"} for n in names}
-    nets = run_side(names, data, sys.executable, True, args.seed, args.standins)
+    nets = run_side(names, data, sys.executable, True, args.seed)
 
     head = "%-22s %-14s %12s %12s %12s %12s %7s" % (
         "program", "metric", "MXNet", "nets", "MXNet s/ep", "nets s/ep", "ratio")
@@ -94,7 +88,7 @@ def main():
                 print("    %s stopped: %s" % (side, d["error"]))
     print(json.dumps({"benchmark": "compat", "machine": platform.machine(),
                       "cpus": os.cpu_count(), "data_seed": args.data_seed,
-                      "init_seed": args.seed, "standins": args.standins, "rows": rows}))
+                      "init_seed": args.seed, "rows": rows}))
 
 
 if __name__ == "__main__":

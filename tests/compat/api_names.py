@@ -6,10 +6,9 @@ reaches for it, and a regular expression that finds its use in a program's text
 (which gives the "used by" column). ``status`` resolves the nets object and, for
 keyword arguments, inspects its signature: ``missing`` when the name or one of the
 keywords is absent; ``differs`` for the known behaviour differences in ``DIFFERS``;
-``supported`` when it exists and a renamed program other than linear_classification
-(whose loss the stand-ins replace) uses it — those four programs ran to the end on
-nets with ``standins.py`` filling the missing names and reached MXNet's metric
-(GAPS.md); ``present`` when it exists but no such run exercised it.
+``supported`` when it exists and a program uses it: every program runs renamed on nets
+and reaches MXNet's metric (``test_compat_programs.py``); ``present`` when it exists and
+no program uses it.
 
 ``SPARSE_TEST_NAMES`` lists the ``mx.`` names (and the ``mxnet.test_utils``
 functions they star-import and call) that MXNet 1.9.1's sparse unit tests
@@ -283,11 +282,8 @@ SPARSE_TEST_NAMES = {
     'mx.test_utils.same': 'nd,op',
 }
 
-#: Behaviour known to differ today although the name exists (see GAPS.md).
+#: Behaviour that differs on purpose although the name exists.
 DIFFERS = {
-    "mx.io.NDArrayIter (dict data/label, numpy and CSR values)":
-        "numpy float64 values stay float64 (MXNet stores float32), so a float32 model "
-        "then raises `DTypeError`",
     "Module.save_checkpoint(prefix, epoch, save_optimizer_states)":
         "writes `<prefix>-NNNN.params.npz` / `.states.npz` (npz, never pickle) where "
         "MXNet writes `.params` / `.states`",
@@ -318,9 +314,9 @@ def resolve(path):
         if not hasattr(obj, name):
             return None
         obj = getattr(obj, name)
-        if inspect.ismodule(obj) and not os.path.abspath(
-                getattr(obj, "__file__", "") or "").startswith(NETS_DIR + os.sep):
-            return None
+        where = getattr(obj, "__file__", None) if inspect.ismodule(obj) else None
+        if where and not os.path.abspath(where).startswith(NETS_DIR + os.sep):
+            return None  # (a module built in memory, such as ``_internal``, has no file)
     return obj
 
 
@@ -355,10 +351,6 @@ def used_by(pattern):
     return ", ".join(sorted(set(users), key=["LC", "FM", "MF", "WD", "WDI"].index))
 
 
-#: Names inside linear_classification's CustomOp body, which the stand-in run skips.
-UNEXERCISED = {"mx.nd.softmax", "mx.nd.one_hot"}
-
-
 def table():
     """The Markdown table: name | used by | nets status | note."""
     lines = ["| MXNet name | used by | nets status | note |", "|---|---|---|---|"]
@@ -367,7 +359,7 @@ def table():
         users = used_by(pattern)
         if st == "present" and name in DIFFERS:
             st, why = "differs", DIFFERS[name]
-        elif st == "present" and users != "LC" and name not in UNEXERCISED:
+        elif st == "present" and users:
             st = "supported"
         shown = name if not kwargs else "%s (`%s`)" % (name, "`, `".join(kwargs))
         lines.append("| %s | %s | %s | %s |" % (shown, users, st, why))

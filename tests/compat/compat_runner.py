@@ -10,7 +10,7 @@ saved when both run with the same work directory, in that order.
 Usage::
 
     python tests/compat/compat_runner.py PROGRAM --data DIR [--python PY] [--nets]
-        [--workdir DIR] [--seed N] [--standins] [-- extra program arguments]
+        [--workdir DIR] [--seed N] [-- extra program arguments]
 """
 import argparse
 import json
@@ -22,7 +22,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 #: The checkout whose ``nets`` the renamed programs import: this one, unless
-#: ``COMPAT_NETS_ROOT`` names another (e.g. a newer main to re-check GAPS.md).
+#: ``COMPAT_NETS_ROOT`` names another checkout.
 NETS_ROOT = os.path.abspath(os.environ.get("COMPAT_NETS_ROOT", ROOT))
 sys.path.insert(0, HERE)
 
@@ -50,8 +50,6 @@ PROGRAMS = {
 }
 #: Files every program may import besides itself.
 HELPERS = ["census.py"]
-#: Diagnostic wrapper that runs a renamed program with stand-ins (``--standins``).
-STANDINS = os.path.join(HERE, "standins.py")
 #: Wall-clock limit of one program run, in seconds.
 TIMEOUT = 900
 
@@ -67,12 +65,11 @@ def prepare(workdir, nets):
 
 
 def run_program(name, data_dir, python=sys.executable, nets=False, workdir=None, seed=None,
-                extra=(), timeout=TIMEOUT, standins=False):
+                extra=(), timeout=TIMEOUT):
     """Run program ``name``; return ``{"rc", "result" (dict or None), "output"}``.
 
     ``nets=True`` runs the renamed program with ``NETS_ROOT``'s ``nets`` first on the path;
-    otherwise the program runs as written (give the MXNet venv's ``python``).
-    ``standins=True`` (with ``nets``) runs it through ``standins.py``."""
+    otherwise the program runs as written (give the MXNet venv's ``python``)."""
     spec = PROGRAMS[name]
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="compat_"))
     prepare(workdir, nets)
@@ -86,8 +83,7 @@ def run_program(name, data_dir, python=sys.executable, nets=False, workdir=None,
                                                            if p])
         env.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".numba_cache"))
     try:
-        wrapper = [STANDINS] if standins else []
-        proc = subprocess.run([python] + wrapper + [os.path.join(workdir, name + ".py")]
+        proc = subprocess.run([python, os.path.join(workdir, name + ".py")]
                               + argv + list(extra),
                               cwd=workdir, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=timeout)
@@ -110,12 +106,10 @@ def main():
     parser.add_argument("--nets", action="store_true", help="run the renamed program")
     parser.add_argument("--workdir", default=None, help="where to copy and run it")
     parser.add_argument("--seed", type=int, default=None, help="initialization seed")
-    parser.add_argument("--standins", action="store_true",
-                        help="with --nets: stand-ins for missing names (diagnostic)")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     out = run_program(args.program, args.data, args.python, args.nets, args.workdir,
-                      args.seed, extra, standins=args.standins and args.nets)
+                      args.seed, extra)
     sys.stdout.write(out["output"])
     sys.exit(out["rc"])
 

@@ -5,7 +5,7 @@ Writes the data with ``make_data.py`` (``--data-seed``) into a temporary directo
 runs every program as written under ``--python`` (an MXNet 1.9.1 venv, made by
 ``benchmarks/mxnet_venv.sh``) once per initialization seed, and stores for each
 program the metric of every seed, their mean and standard deviation (the noise that
-``check_compat_programs.py`` allows for) and the median epoch time.
+``test_compat_programs.py`` allows for) and the median epoch time.
 
 Usage: ``python tests/compat/reference.py --python /work/mxnet-venv/bin/python``
 """

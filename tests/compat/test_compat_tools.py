@@ -1,5 +1,5 @@
 """The compat tooling: the renamer's rules and the data generator's determinism and
-formats (the programs themselves are checked by check_compat_programs.py)."""
+formats (the programs themselves are checked by test_compat_programs.py)."""
 import ast
 import filecmp
 import os

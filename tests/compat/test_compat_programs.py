@@ -2,11 +2,6 @@
 runs on data in its original format and reaches MXNet 1.9.1's metric on the same
 data within noise.
 
-Not collected by pytest yet (the name does not start with ``test_``): every program
-stops on nets today (see ``GAPS.md``). Rename to ``test_compat_programs.py`` once
-they run. Run by hand with
-``python -m pytest -q -p no:cacheprovider tests/compat/check_compat_programs.py``.
-
 Reference: ``mxnet_reference.json`` (``reference.py``), the metric of each program
 under MXNet 1.9.1 with initialization seeds 1, 2, 3 on data seed 0. nets draws
 its initial weights and shuffles from other random streams than MXNet, so the same
