@@ -197,11 +197,11 @@ class _Call:
     """One ``parallel_for`` call: ``body`` over ``[0, count)`` in chunks of ``chunk``.
     ``cond`` (its lock) guards the position, the running chunks, the error and the threads
     seen."""
-    __slots__ = ("body", "count", "chunk", "next", "running", "error", "stop", "threads",
-                 "cond")
+    __slots__ = ("body", "count", "chunk", "share", "next", "running", "error", "stop",
+                 "threads", "cond")
 
-    def __init__(self, body, count, chunk):
-        self.body, self.count, self.chunk = body, count, chunk
+    def __init__(self, body, count, chunk, share=0):
+        self.body, self.count, self.chunk, self.share = body, count, chunk, share
         self.next = self.running = 0
         self.error, self.stop, self.threads = None, False, set()
         self.cond = threading.Condition(threading.Lock())
@@ -212,7 +212,8 @@ class _Call:
             if self.stop or self.next >= self.count:
                 return None
             lo = self.next
-            self.next = hi = min(lo + self.chunk, self.count)
+            size = max(self.chunk, (self.count - lo) // self.share) if self.share else self.chunk
+            self.next = hi = min(lo + size, self.count)
             self.running += 1
             self.threads.add(threading.get_ident())
             return lo, hi
@@ -300,8 +301,10 @@ def parallel_for(body, count, work=None, chunk=None):
     ``get_num_threads()`` threads (the caller included); returns when every chunk is done.
 
     ``work`` estimates the elements the whole call touches: a call gets one thread per
-    ``GRAIN`` of it at most (None: as many threads as items). ``chunk`` is the chunk size
-    (default: about ``CHUNKS`` chunks per thread). Chunks run in any order and at once, so
+    ``GRAIN`` of it at most (None: as many threads as items). ``chunk`` fixes the chunk
+    size; by default chunks are guided: each a ``1 / (2 * threads)`` share of the rows left,
+    down to ``count / (threads * CHUNKS)``, so the threads' last chunks end close together
+    and the caller seldom sleeps waiting for a worker's. Chunks run in any order and at once, so
     they must write disjoint outputs. Serial (one ``body(0, count)`` call in the caller)
     with one thread, with little work, or when called from inside a chunk.
     """
@@ -314,9 +317,10 @@ def parallel_for(body, count, work=None, chunk=None):
         body(0, count)
         _note(1)
         return
-    if chunk is None:
-        chunk = -(-count // (threads * CHUNKS))
-    call = _Call(body, count, chunk)
+    share = 0
+    if chunk is None:  # guided: each chunk a share of what is left, down to the smallest
+        chunk, share = -(-count // (threads * CHUNKS)), 2 * threads
+    call = _Call(body, count, chunk, share)
     _the_pool().post(call, min(threads, -(-count // chunk)) - 1)
     try:
         call.work()
