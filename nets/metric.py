@@ -309,6 +309,15 @@ class TopKAccuracy(EvalMetric):
         return int((top == label[:, None]).any(axis=1).sum()), label.size
 
 
+def _average(metric, average):
+    """``average`` checked: ``'macro'`` (each update's score averaged, MXNet's default) or
+    ``'micro'`` (one score over every sample since reset)."""
+    if average not in ("macro", "micro"):
+        raise NetsError(f"{type(metric).__name__}: average={average!r} must be 'macro' or "
+                        f"'micro'")
+    return average
+
+
 class _BinaryClassification(EvalMetric):
     """Metrics of the counts ``(tp, fp, fn, tn)`` of binary predictions: ``pred`` is
     ``(batch, 2)`` class scores (arg-maxed) or one score per sample (positive above
@@ -316,10 +325,7 @@ class _BinaryClassification(EvalMetric):
     each update's score, ``'micro'`` scores the counts of every update since reset."""
 
     def __init__(self, name, output_names, label_names, average):
-        if average not in ("macro", "micro"):
-            raise NetsError(f"{type(self).__name__}: average={average!r} must be 'macro' "
-                            f"or 'micro'")
-        self.average = average
+        self.average = _average(self, average)
         super().__init__(name, output_names=output_names, label_names=label_names,
                          average=average, has_global_stats=True)
 
@@ -539,10 +545,7 @@ class PearsonCorrelation(EvalMetric):
     pair updated; ``'micro'`` is the correlation over all samples since reset."""
 
     def __init__(self, name="pearsonr", output_names=None, label_names=None, average="macro"):
-        if average not in ("macro", "micro"):
-            raise NetsError(f"PearsonCorrelation: average={average!r} must be 'macro' or "
-                            f"'micro'")
-        self.average = average
+        self.average = _average(self, average)
         super().__init__(name, output_names=output_names, label_names=label_names,
                          average=average, has_global_stats=True)
 

@@ -10,7 +10,7 @@ Three rules (docs/architecture.md, "The floors"):
   another package (``from ..ops.nn import _x`` is one).
 
 An import anywhere in a file counts, inside a function too: a lazy import is still an
-arrow. Arrows are resolved as ``/work/shared/tools/importgraph.py`` resolves them (a
+arrow. Arrows are resolved as ``../shared/tools/importgraph.py`` resolves them (a
 ``from M import n`` is an arrow to ``M`` and, when ``M.n`` is a module, to ``M.n``;
 imports of a module's own ancestor packages are not arrows), plus one: a module below the
 top floor that imports the root package ``nets`` itself (``import nets``, ``from nets import
