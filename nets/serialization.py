@@ -22,7 +22,7 @@ from .arrays.csr import CSRNDArray
 from .arrays.dense import NDArray
 from .arrays.row_sparse import RowSparseNDArray
 
-__all__ = ["save_arrays", "load_arrays", "save", "load"]
+__all__ = ["save_arrays", "load_arrays", "save", "load", "write_atomically"]
 
 _CONFIG = "__nets_config__"
 _FORMAT = "nets-npz-1"
@@ -50,10 +50,10 @@ def save_arrays(path, arrays, config=None):
                 buffers[f"{name}::indptr"] = arr._indptr
     header = {"format": _FORMAT, "arrays": meta, "config": config or {}}
     buffers[_CONFIG] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    _write_atomically(os.fspath(path), lambda f: np.savez(f, **buffers))
+    write_atomically(os.fspath(path), lambda f: np.savez(f, **buffers))
 
 
-def _write_atomically(path, write):
+def write_atomically(path, write):
     """Run ``write(file)`` on a new temporary file beside ``path``, then flush, fsync and
     rename it to ``path``; on any error remove it and re-raise."""
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
