@@ -286,8 +286,8 @@ class _Prefixed(io.RawIOBase):
 
 # first bytes of the compressed formats read directly, and their readers (each reads
 # concatenated streams, as `cat a.gz b.gz` makes, and raises on a truncated one)
-_COMPRESSED = ((b"\x1f\x8b", "gzip", gzip.GzipFile), (b"BZh", "bzip2", bz2.BZ2File),
-               (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile))
+_COMPRESSED = ((b"\x1f\x8b", "gzip", lambda f: gzip.GzipFile(fileobj=f)),
+               (b"BZh", "bzip2", bz2.BZ2File), (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile))
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
@@ -318,10 +318,10 @@ class TextReader:
                 if not piece:
                     break
                 head += piece
-        self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
+        self._raw = self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
         for magic, kind, reader in _COMPRESSED:
             if head.startswith(magic):
-                self.compression, self._file = kind, reader(self._file)
+                self.compression, self._file = kind, reader(self._raw)
 
     @contextlib.contextmanager
     def _reading(self):
@@ -362,7 +362,8 @@ class TextReader:
             carry = buf[cut:]
 
     def close(self):
-        self._file.close()
+        self._file.close()  # a decompressing reader leaves the file it reads open
+        self._raw.close()
 
     def __enter__(self):
         return self
