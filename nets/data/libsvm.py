@@ -311,13 +311,17 @@ class TextReader:
         except OSError as e:
             raise NetsError(f"{path}: cannot read ({e.strerror})") from None
         self.regular, self.compression = stat_mode.S_ISREG(self.st.st_mode), None
-        with self._reading():
-            head = b""
-            while len(head) < 6:  # a pipe may hand over fewer bytes than asked
-                piece = raw.read(6 - len(head))
-                if not piece:
-                    break
-                head += piece
+        head = b""
+        try:
+            with self._reading():
+                while len(head) < 6:  # a pipe may hand over fewer bytes than asked
+                    piece = raw.read(6 - len(head))
+                    if not piece:
+                        break
+                    head += piece
+        except NetsError:
+            raw.close()
+            raise
         self._raw = self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
         for magic, kind, reader in _COMPRESSED:
             if head.startswith(magic):
