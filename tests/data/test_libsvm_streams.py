@@ -259,3 +259,12 @@ def test_cli_train_and_predict_on_streams(tmp_path, plain):
     assert run.returncode == 0, run.stderr
     preds = np.array(run.stdout.split(), float)
     assert preds.shape == (expected[0].shape[0],) and np.all((preds > 0) & (preds < 1))
+
+
+def test_libsvmiter_errors_name_the_compressed_file_and_its_line(tmp_path):
+    path = tmp_path / "bad.svm.gz"
+    path.write_bytes(gzip.compress(b"1 0:1\n" * 50 + b"1 0:x\n"))
+    it = data.LibSVMIter(str(path), data_shape=(3,), batch_size=8, chunk_bytes=64)
+    with pytest.raises(NetsError, match=r"bad.svm.gz, line 51: malformed feature value.*'0:x'"):
+        for _ in it:
+            pass
