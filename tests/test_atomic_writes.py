@@ -20,8 +20,7 @@ import time
 import numpy as np
 import pytest
 
-import nets
-from nets import autograd, data, layers
+from nets import data, layers
 from nets.base import NetsError
 from nets.cli import main
 from nets.serialization import load_arrays, write_atomically
