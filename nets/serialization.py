@@ -55,7 +55,12 @@ def save_arrays(path, arrays, config=None):
 
 def write_atomically(path, write):
     """Run ``write(file)`` on a new temporary file beside ``path``, then flush, fsync and
-    rename it to ``path``; on any error remove it and re-raise."""
+    rename it to ``path``; on any error remove it and re-raise. ``path`` is never seen
+    half-written: it is the previous file until the rename, the new one after. A process
+    killed mid-write (SIGKILL, power loss) leaves the previous file whole but may leave its
+    temporary file, ``<path>.<pid>.<random>.tmp``, which nothing removes. The new file is a
+    new inode: it takes the default permissions (``0o666`` less the umask), and a symlink at
+    ``path`` is replaced by it rather than written through."""
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
