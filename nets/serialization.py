@@ -19,12 +19,12 @@ import zlib
 
 import numpy as np
 
-from .base import INDEX_DTYPE, STYPES, NetsError
+from .base import INDEX_DTYPE, STYPES, DTypeError, NetsError, ShapeError
 from .arrays.csr import CSRNDArray
 from .arrays.dense import NDArray
 from .arrays.row_sparse import RowSparseNDArray
 
-__all__ = ["save_arrays", "load_arrays", "save", "load", "write_atomically"]
+__all__ = ["save_arrays", "load_arrays", "save", "load", "write_atomically", "check_stored"]
 
 _CONFIG = "__nets_config__"
 _FORMAT = "nets-npz-1"
@@ -298,6 +298,37 @@ def _rebuild(m, parts):
         arr = RowSparseNDArray(parts["::data"], parts["::indices"], shape)
     arr.check_format(full_check=True)
     return arr
+
+
+def check_stored(what, value, shape, dtype):
+    """Check that the stored array ``value`` may be written into ``what`` (a parameter, an
+    optimizer state), whose shape is ``shape`` and dtype ``dtype``; raise ``ShapeError`` or
+    ``DTypeError`` naming ``what``, the stored shape and dtype and the expected ones.
+
+    Every loader that fills existing arrays from a file calls this before writing:
+
+    - shapes must be equal: nothing broadcasts (a stored ``(4,)`` never fills a ``(3, 4)``
+      weight). A None entry of ``shape`` is a dimension not known yet (a deferred
+      parameter's), a ``shape`` of None an unknown rank;
+    - the dtype must convert without loss of meaning: into a float target any bool,
+      integer or float dtype (float64 into float32 rounds each value); into a bool or
+      integer target only what numpy casts safely (no float, no narrowing). Complex,
+      string, object and datetime arrays are refused everywhere.
+    """
+    stored_shape, stored_dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if stored_shape is None or stored_dtype is None:
+        raise DTypeError(f"{what}: the stored value is a {type(value).__name__}, not an array")
+    stored_dtype, dtype = np.dtype(stored_dtype), np.dtype(dtype)
+    expected = "" if shape is None else " shape " + str(tuple(
+        "?" if d is None else d for d in shape)).replace("'", "")
+    found = f"the stored value has shape {tuple(stored_shape)} dtype {stored_dtype}"
+    if shape is not None and (len(stored_shape) != len(shape) or any(
+            d is not None and d != s for d, s in zip(shape, stored_shape))):
+        raise ShapeError(f"{what}: {found}; expected{expected} dtype {dtype}")
+    if not (stored_dtype.kind in _VALUE_KINDS and dtype.kind in _VALUE_KINDS and (
+            dtype.kind == "f" or np.can_cast(stored_dtype, dtype, "safe"))):
+        raise DTypeError(f"{what}: {found}; expected{expected} dtype {dtype} (a stored dtype "
+                         f"that converts to it without loss of meaning)")
 
 
 def save(fname, data):
