@@ -86,8 +86,11 @@ def load_arrays(path):
     """Read a file written by ``save_arrays``: returns ``({name: array}, config)``.
 
     Everything is checked before memory is allocated for it, so a truncated, hostile or
-    mismatched file raises ``NetsError`` naming the file and what is wrong, and nothing
-    else (no allocation larger than the file can justify, no other exception type):
+    mismatched file raises ``NetsError`` naming the file and what is wrong, and no other
+    exception. An array is allocated only once its ``.npy`` header, the zip directory and
+    the file's size agree on its byte count: at most the member's stored bytes, or 1032
+    times them for a deflated member (deflate's largest ratio), the stored bytes of all
+    members summing to at most the file's size. In detail:
 
     - the JSON config entry describes every array: a storage type of ``STYPES``, a shape
       of non-negative integers and a bool, integer, unsigned or float dtype;
@@ -120,10 +123,19 @@ def load_arrays(path):
 
 
 def _first_line(error):
-    """The first line of ``error``'s message (numpy's header errors go on to suggest
-    ``allow_pickle``, which nets never uses)."""
+    """The first line of ``error``'s message, at most 200 characters (numpy's header
+    errors go on to suggest ``allow_pickle``, which nets never uses, and may quote a
+    hostile header at length)."""
     text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    line = text.splitlines()[0] if text else type(error).__name__
+    return line if len(line) <= 200 else line[:200] + "..."
+
+
+def _shape_text(shape, unknown="nnz"):
+    """``shape`` as text, a None dimension shown as ``unknown`` (by default ``nnz``: the
+    number of stored values)."""
+    dims = [unknown if d is None else str(d) for d in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
 def _read_archive(path, z, size):
@@ -212,8 +224,8 @@ def _read_npy(z, info, member, dtype, shape):
         if any(d < 0 for d in stored_shape) or (shape is not None and (
                 len(stored_shape) != len(shape) or any(
                     e is not None and d != e for d, e in zip(stored_shape, shape)))):
-            expected = "any" if shape is None else tuple("n" if d is None else d for d in shape)
-            raise NetsError(f"stored {member} shape {stored_shape}; expected {expected}")
+            raise NetsError(f"stored {member} shape {stored_shape}; expected "
+                            f"{'any' if shape is None else _shape_text(shape)}")
         count = math.prod(stored_shape)
         if offset + count * dtype.itemsize != info.file_size:
             raise NetsError(f"entry {member!r}: its header declares {count * dtype.itemsize} "
@@ -319,8 +331,7 @@ def check_stored(what, value, shape, dtype):
     if stored_shape is None or stored_dtype is None:
         raise DTypeError(f"{what}: the stored value is a {type(value).__name__}, not an array")
     stored_dtype, dtype = np.dtype(stored_dtype), np.dtype(dtype)
-    expected = "" if shape is None else " shape " + str(tuple(
-        "?" if d is None else d for d in shape)).replace("'", "")
+    expected = "" if shape is None else f" shape {_shape_text(shape, '?')}"
     found = f"the stored value has shape {tuple(stored_shape)} dtype {stored_dtype}"
     if shape is not None and (len(stored_shape) != len(shape) or any(
             d is not None and d != s for d, s in zip(shape, stored_shape))):

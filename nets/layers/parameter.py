@@ -227,10 +227,11 @@ class Parameter:
 
     def _checked(self, data, what):
         """``data`` as an array that ``set_data`` accepts; errors name ``what``."""
-        data = data if hasattr(data, "stype") else array(data, dtype=self.dtype)
+        if not hasattr(data, "stype"):
+            data = np.asarray(data)  # (checked in numpy's dtype for it, then converted)
         check_stored(what, data, None if self._shape is None else tuple(
             d if d > 0 else None for d in self._shape), self.dtype)
-        return data
+        return data if hasattr(data, "stype") else array(data, dtype=self.dtype)
 
     def _set_checked(self, data):
         if self._data is None:

@@ -73,10 +73,10 @@ def load_states(fname, optimizer, names, weights):
         entry = saved.get(name)
         if not (isinstance(entry, dict) and set(entry) in ({"state"}, _RECORD_KEYS)):
             raise NetsError(f"{bad} (parameter {name!r}: {entry!r:.80})")
-        count, state = itertools.count(), entry["state"]
-        states.append(None if state is None else _restore(
-            state, optimizer.create_state_multi_precision(i, weight),
-            lambda: take(f"{i}/{next(count)}"), f"{fname}: state of {name!r}", bad))
+        keys = (f"{i}/{k}" for k in itertools.count())  # the state's arrays, in order
+        states.append(None if entry["state"] is None else _restore(
+            entry["state"], optimizer.create_state_multi_precision(i, weight),
+            lambda keys=keys: take(next(keys)), f"{fname}: state of {name!r}", bad))
         if "step" in entry:
             step, log_decay = entry["step"], entry["log_decay"]
             if not (_count(step) and type(log_decay) is float and math.isfinite(log_decay)):
