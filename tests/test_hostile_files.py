@@ -795,3 +795,24 @@ def test_wrong_attribute_values_raise_nets_error_when_the_graph_is_used(attrs):
     s = sym.load_json(json.dumps(g))
     _refused(lambda: s.infer_shape(data=(2, 3)))
     _refused(lambda: s.simple_bind(None, data=(2, 3)))
+
+
+@pytest.mark.parametrize("build, attr, value", [
+    (lambda x: sym.slice_axis(x, axis=1, begin=0, end=2), "begin", "abc"),
+    (lambda x: sym.one_hot(x, depth=4), "depth", "abc"),
+    (lambda x: sym.transpose(x, axes=(1, 0)), "axes", -5),
+    (lambda x: sym.clip(x, a_min=0, a_max=1), "a_min", "abc"),
+    (lambda x: sym.LeakyReLU(x, act_type="leaky", slope=0.1), "slope", "abc"),
+    (lambda x: sym.LeakyReLU(x, act_type="leaky", slope=0.1), "act_type", {"a": 1}),
+])
+def test_attributes_an_operator_cannot_use_raise_nets_error_at_bind_or_forward(build, attr,
+                                                                               value):
+    g = json.loads(build(sym.var("data")).tojson())
+    g["nodes"][-1]["attrs"][attr] = value
+
+    def use():
+        s = sym.load_json(json.dumps(g))
+        s.infer_shape(data=(2, 3))
+        s.simple_bind(None, data=(2, 3)).forward()
+
+    _refused(use)
