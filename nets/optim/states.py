@@ -17,6 +17,8 @@ from .optimizer import Record
 
 __all__ = ["save_states", "load_states"]
 
+_RECORD_KEYS = {"state", "step", "log_decay"}  # a record's entry (``{"state"}``: no count yet)
+
 
 def save_states(fname, optimizer, names, states):
     """Write ``states`` (one per name in ``names``) and ``optimizer``'s records."""
@@ -96,10 +98,8 @@ def load_states(fname, optimizer, names, weights):
     return states
 
 
-_RECORD_KEYS = {"state", "step", "log_decay"}
-
-
 def _count(value):
+    """Whether ``value`` (from JSON) is a count: a non-negative int, not a bool."""
     return type(value) is int and value >= 0
 
 
