@@ -1,5 +1,6 @@
 """AdaGrad (MXNet's ``AdaGrad``)."""
 from .. import kernels
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["AdaGrad"]
@@ -13,11 +14,12 @@ class AdaGrad(Optimizer):
         history += x**2
         w -= lr * (x / sqrt(history + eps) + wd * w)
 
-    ``eps`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
+    ``eps > 0`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
     same rule runs on the gradient's rows (``lazy_update=True``) or on every row.
     """
 
     state_names = ("history",)
+    float_stable_eps = Hyper(low=0, low_open=True, name="eps")
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
