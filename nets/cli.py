@@ -1,7 +1,11 @@
 """The ``nets`` command line: ``info``, ``demo``, ``train``, ``predict``.
 
-Errors a user can cause (a missing file, a bad flag value, inconsistent feature
-counts) end in one line on stderr and exit code 2, never a traceback.
+Errors a user can cause end in one line on stderr, never a traceback: a missing or
+unreadable file, a bad flag value (``--lr nan``, ``--wd -1``), an unwritable ``--save`` or
+``--output`` path (found before any work), inconsistent feature counts, a file that is not
+a model (exit code 2); running out of memory (exit code 1, naming the options that size
+the work, such as ``--batch-size``); Ctrl-C (``nets: interrupted``, exit code 130). Any
+other exception is a bug in nets and keeps its traceback, so that it can be reported.
 """
 import argparse
 import os
@@ -45,6 +49,17 @@ def _batches(path, n_features, batch_size, round_batch=False):
                       batch_size=batch_size, round_batch=round_batch)
 
 
+def _unpadded(batch):
+    """A batch's data and label without the padding rows the iterator appends to its last
+    batch (empty rows with zero labels, which would otherwise be trained on): a batch
+    larger than the dataset is the whole dataset."""
+    x, y = batch.data[0], batch.label[0]
+    if batch.pad:
+        n = x.shape[0] - batch.pad
+        x, y = x[0:n], y[0:n]
+    return x, y
+
+
 def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None, total=None,
                target=None):
     """One pass over ``batches`` (``total`` of them, if known, for the progress bar); trains
@@ -55,26 +70,26 @@ def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None, tota
     from . import autograd
     batches.reset()
     loss_sum, count, seen = 0.0, 0, []
-    for batch in tqdm(batches, desc=desc, unit="batch", leave=False, file=sys.stderr,
-                      total=total):
-        x, y = batch.data[0], batch.label[0]
-        y = y if target is None else target(y)
-        n = x.shape[0] - batch.pad
-        if trainer is not None:
-            with autograd.record():
+    # (the bar closes, clearing its line, before an error or interruption is reported)
+    with tqdm(batches, desc=desc, unit="batch", leave=False, file=sys.stderr,
+              total=total) as bar:
+        for batch in bar:
+            x, y = _unpadded(batch)
+            y = y if target is None else target(y)
+            if trainer is not None:
+                with autograd.record():
+                    out = net(x)
+                    loss = loss_fn(out, y)
+                loss.backward()
+                if on_batch is not None:
+                    on_batch()
+                trainer.step(x.shape[0])
+            else:
                 out = net(x)
                 loss = loss_fn(out, y)
-            loss.backward()
-            if on_batch is not None:
-                on_batch()
-            trainer.step(x.shape[0])
-        else:
-            out = net(x)
-            loss = loss_fn(out, y)
-        values = loss.asnumpy()[:n]
-        loss_sum += float(values.sum())
-        count += n
-        seen.append((y.asnumpy()[:n], out.asnumpy()[:n]))
+            loss_sum += float(loss.asnumpy().sum())
+            count += x.shape[0]
+            seen.append((y.asnumpy(), out.asnumpy()))
     return loss_sum / max(count, 1), seen, len(seen)
 
 
@@ -86,7 +101,7 @@ def _demo(args):
     import numpy as np
 
     from . import Trainer, data, layers, loss, nd
-    _check_positive(args, "samples", "features", "batch_size", "epochs")
+    _check_numbers(args, positive=("samples", "features", "batch_size", "epochs"))
     print(f"Generating {args.samples} x {args.features:,} CSR data, 10 non-zeros per row ...")
     X, _, _ = data.make_sparse_dataset(args.samples, args.features,
                                        min(10, args.features), task="binary", seed=0)
@@ -227,10 +242,13 @@ def _scan_features(path):
 def _train(args):
     """Train a sparse model on a LibSVM file."""
     from . import NetsError, Trainer
+    _check_numbers(args, positive=("epochs", "batch_size", "lr", "features", "classes"),
+                   non_negative=("wd",))
     _check_file(args.train, "TRAIN")
     if args.val:
         _check_file(args.val, "--val")
-    _check_positive(args, "epochs", "batch_size", "lr")
+    if args.save:
+        _check_writable(args.save, "--save")
     hidden = _parse_model(args.model)
     if args.loss == "softmax" and (args.classes is None or args.classes < 2):
         raise NetsError(f"--loss softmax needs --classes K >= 2, got {args.classes}")
@@ -273,8 +291,12 @@ def _predict(args):
     """Write predictions of a model saved by ``nets train --save``."""
     from . import NetsError
     from .layers import Block
+    from .serialization import write_atomically
+    _check_numbers(args, positive=("batch_size",))
     _check_file(args.model, "MODEL")
     _check_file(args.data, "DATA")
+    if args.output:
+        _check_writable(args.output, "--output")
     extra = Block.read_extra(args.model)
     cfg = (extra or {}).get("nets_cli_model")
     if cfg is None:
@@ -282,16 +304,23 @@ def _predict(args):
     net = _build(cfg)
     net.load_parameters(args.model)
     batches = _batches(args.data, cfg["features"], args.batch_size)
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
+
+    def chunks():
+        """The predictions' text, a chunk per batch: a line per row (softmax: the K class
+        probabilities)."""
         for batch in batches:
-            n = batch.data[0].shape[0] - batch.pad
-            pred = _to_output(cfg, net(batch.data[0]).asnumpy()[:n])
-            for row in pred if pred.ndim > 1 else pred[:, None]:  # softmax: K probabilities
-                out.write(" ".join(f"{v:.6g}" for v in row) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+            pred = _to_output(cfg, net(_unpadded(batch)[0]).asnumpy())
+            yield "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
+                          for row in (pred if pred.ndim > 1 else pred[:, None]))
+
+    def write(f):
+        for chunk in chunks():
+            f.write(chunk.encode())
+    if args.output:  # (atomically: an error or Ctrl-C leaves any previous file as it was)
+        write_atomically(args.output, write)
+    else:
+        for chunk in chunks():
+            sys.stdout.write(chunk)
     return 0
 
 
@@ -303,12 +332,32 @@ def _check_file(path, what):
         raise NetsError(f"{what}: no such file: {path}")
 
 
-def _check_positive(args, *names):
+def _check_numbers(args, positive=(), non_negative=()):
+    """Each option named (when given) a finite number, ``> 0`` or ``>= 0``: ``--lr nan`` or
+    ``--lr 1e400`` (infinite) would train a NaN model, ``--wd -1`` ascend the gradient."""
+    from .optim.hyper import check_number
+    for names, rule in ((positive, {"low": 0, "low_open": True}), (non_negative, {"low": 0})):
+        for name in names:
+            value = getattr(args, name)
+            if value is not None:
+                check_number("--" + name.replace("_", "-"), value, **rule)
+
+
+def _check_writable(path, what):
+    """Refuse an output path before the work that produces it: it must not be a folder, and
+    its folder must exist and accept a new file (the output is written to a temporary file
+    there, then renamed)."""
     from . import NetsError
-    for n in names:
-        v = getattr(args, n)
-        if v is None or v <= 0:
-            raise NetsError(f"--{n.replace('_', '-')} must be positive, got {v}")
+    if os.path.isdir(path):
+        raise NetsError(f"{what} {path}: is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise NetsError(f"{what} {path}: no such directory: {folder}")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise NetsError(f"{what} {path}: cannot write in {folder} ({e.strerror})") from None
 
 
 def _parse_model(spec):
@@ -367,8 +416,22 @@ def build_parser():
     return parser
 
 
+# the options that size each command's work, named when it runs out of memory
+_SIZES = {"demo": ("batch_size", "samples", "features"), "train": ("batch_size",),
+          "predict": ("batch_size",)}
+
+
 def main(argv=None):
-    """Entry point of the ``nets`` console script; returns the exit code."""
+    """Entry point of the ``nets`` console script; returns the exit code (see the module's
+    docstring)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("nets: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv):
     from . import NetsError
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -383,6 +446,12 @@ def main(argv=None):
     except (NetsError, OSError) as e:
         print(f"nets {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except MemoryError as e:
+        sizes = ", ".join(f"--{n.replace('_', '-')} {getattr(args, n)}"
+                          for n in _SIZES.get(args.command, ()))
+        print(f"nets {args.command}: error: out of memory ({str(e) or 'MemoryError'}); reduce "
+              f"{sizes or 'the input'}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from .base import NetsError
 from .kv import DIST_NAMES
 from .kv.training import push_update, reduce_grad, store_for
 from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
+from .optim.hyper import check_number
 from .optim.states import load_states, save_states
 
 __all__ = ["Trainer", "StaleGradientError"]
@@ -167,17 +168,26 @@ class Trainer:
         return self._optimizer.learning_rate
 
     def set_learning_rate(self, lr):
-        """Set the optimizer's learning rate (not allowed with an lr_scheduler)."""
+        """Set the optimizer's learning rate, a finite number >= 0 (not allowed with an
+        lr_scheduler)."""
         self._optimizer.set_learning_rate(lr)
+
+    def _rescale(self, batch_size):
+        """Let the optimizer scale gradients by ``1/batch_size`` (times the optimizer's own
+        ``rescale_grad``). ``batch_size`` must be a finite number > 0: MXNet took any, so 0
+        raised a bare ZeroDivisionError and a negative size ascended the gradient."""
+        check_number("batch_size", batch_size, low=0, low_open=True)
+        self._optimizer.rescale_grad = self._scale / batch_size
 
     def step(self, batch_size, ignore_stale_grad=False):
         """``allreduce_grads()`` then ``update(batch_size)``; when the store updates the
-        weights, push each fresh gradient and pull the weight instead."""
+        weights, push each fresh gradient and pull the weight instead. ``batch_size``: a
+        finite number > 0, usually the batch's sample count."""
+        self._rescale(batch_size)
         if not self._update_on_kvstore:
             self.allreduce_grads()
             self.update(batch_size, ignore_stale_grad)
             return
-        self._optimizer.rescale_grad = self._scale / batch_size
         self._init_store_values()
         for i, weight, slot in self._fresh(ignore_stale_grad):
             push_update(self._kvstore, i, slot.buffer, weight)
@@ -209,8 +219,8 @@ class Trainer:
             raise NetsError("update() is not possible when the store updates the weights "
                             "(update_on_kvstore); use step(), or create the Trainer with "
                             "update_on_kvstore=False")
+        self._rescale(batch_size)
         optimizer = self._optimizer
-        optimizer.rescale_grad = self._scale / batch_size
         for i, weight, slot in self._fresh(ignore_stale_grad):
             if not self._created[i]:
                 self._states[i] = optimizer.create_state_multi_precision(i, weight)

@@ -133,7 +133,7 @@ def test_train_regression_and_softmax(libsvm_files, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["train", "/no/such/file.libsvm"], "no such file"),
     (["train", "{train}", "--model", "mlp:x"], "--model 'mlp:x'"),
-    (["train", "{train}", "--epochs", "0"], "--epochs must be positive"),
+    (["train", "{train}", "--epochs", "0"], "--epochs=0: must be a finite number > 0"),
     (["train", "{train}", "--features", "5"], "out of range for n_features=5"),
     (["train", "{train}", "--loss", "softmax"], "--classes"),
     (["predict", "{train}", "{train}"], "not a readable nets .npz file"),

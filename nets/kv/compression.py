@@ -5,23 +5,21 @@ every element of the sum at or above ``threshold`` is sent as ``+threshold``, at
 ``-threshold`` as ``-threshold``, anything else as 0, and the residual keeps what was not
 sent. The store sums and applies the sent (dequantized) values.
 """
-import numbers
-
 import numpy as np
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
+from ..optim.hyper import check_number
 
 __all__ = ["TwoBitCompression", "from_params"]
 
 
 class TwoBitCompression:
-    """Quantize dense gradients to ``{-threshold, 0, +threshold}``, keeping residuals."""
+    """Quantize dense gradients to ``{-threshold, 0, +threshold}``, keeping residuals;
+    ``threshold`` is a finite number > 0 (an infinite one would send nothing, ever)."""
 
     def __init__(self, threshold=0.5):
-        if not isinstance(threshold, numbers.Real) or not threshold > 0:
-            raise NetsError(f"set_gradient_compression: threshold={threshold!r}; expected a "
-                            f"number > 0")
+        check_number("set_gradient_compression: threshold", threshold, low=0, low_open=True)
         self.threshold = float(threshold)
         self.residuals = {}
 

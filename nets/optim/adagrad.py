@@ -1,5 +1,6 @@
 """AdaGrad (MXNet's ``AdaGrad``) and row-wise AdaGrad (FBGEMM's)."""
 from .. import kernels
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["AdaGrad", "RowWiseAdaGrad"]
@@ -13,11 +14,12 @@ class AdaGrad(Optimizer):
         history += x**2
         w -= lr * (x / sqrt(history + eps) + wd * w)
 
-    ``eps`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
+    ``eps > 0`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
     same rule runs on the gradient's rows (``lazy_update=True``) or on every row.
     """
 
     state_names = ("history",)
+    float_stable_eps = Hyper(low=0, low_open=True, name="eps")
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
@@ -43,11 +45,12 @@ class RowWiseAdaGrad(Optimizer):
 
     Registered as ``'rowwise_adagrad'``. Lazy (only the gradient's rows, ``lazy_update=True``)
     on dense and row_sparse weights alike, as the other optimizers. A 1-D weight has one
-    entry per row, so this is AdaGrad with ``eps`` outside the square root.
+    entry per row, so this is AdaGrad with ``eps`` outside the square root; ``eps > 0``.
     """
 
     state_names = ("history",)
     row_states = ("history",)
+    float_stable_eps = Hyper(low=0, low_open=True, name="eps")
 
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)

@@ -2,6 +2,7 @@
 import math
 
 from .. import kernels
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["Adam", "AdamW"]
@@ -20,11 +21,15 @@ class Adam(Optimizer):
     this parameter, not of a row: with lazy updates a row first touched at step 100 is
     corrected as at step 100 (MXNet's rule; PyTorch's SparseAdam does the same). With a
     row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w``, ``mean``
-    and ``var`` are updated; see ``Optimizer`` for the rest.
+    and ``var`` are updated; see ``Optimizer`` for the rest. ``beta1`` and ``beta2`` are in
+    ``[0, 1)`` (``beta1 = 1`` divides by zero in the bias correction), ``epsilon > 0``.
     """
 
     default_lr = 0.001
     state_names = ("mean", "var")
+    beta1 = Hyper(low=0, high=1, high_open=True)
+    beta2 = Hyper(low=0, high=1, high_open=True)
+    epsilon = Hyper(low=0, low_open=True)
     _decoupled = False
 
     def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-8,

@@ -1,5 +1,7 @@
 """FTRL-proximal (MXNet's ``Ftrl``)."""
 from .. import kernels
+from ..base import NetsError
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["FTRL", "Ftrl"]
@@ -17,11 +19,18 @@ class FTRL(Optimizer):
     ``lamda1`` is the L1 strength and ``wd`` an L2 term of the closed form (not a decay
     step, so ``wd_mode`` must stay ``'lazy'``). A row with a zero gradient keeps ``z`` and
     ``n``, so a dense update only recomputes its weight from them.
+
+    The update divides by the learning rate, so it must be ``> 0`` (a zero rate, or a
+    parameter's ``lr_mult`` of 0, would fill ``z`` and ``w`` with NaNs: freeze a parameter
+    with ``grad_req='null'`` instead); ``lamda1`` and ``beta`` are ``>= 0``.
     """
 
     default_lr = 0.1
     state_names = ("z", "n")
     _decays = False
+    lr = Hyper(low=0, low_open=True, name="learning_rate")
+    lamda1 = Hyper(low=0)
+    beta = Hyper(low=0)
 
     def __init__(self, lamda1=0.01, learning_rate=None, beta=1.0, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -31,6 +40,10 @@ class FTRL(Optimizer):
         return self._zeros_like(weight), self._zeros_like(weight)  # z, n
 
     def update_rows(self, rows, lr, wd, step):
+        if not lr > 0:
+            raise NetsError(f"FTRL: learning rate {lr} (learning_rate times the parameter's "
+                            f"lr_mult, or the lr_scheduler's): FTRL divides by it, so it must "
+                            f"be > 0")
         rows.run(kernels.optim.ftrl, (lr, self.lamda1, self.beta, wd, self.rescale_grad,
                                       self.clip))
 

@@ -6,11 +6,14 @@ from ``warmup_begin_lr`` to ``base_lr`` (``warmup_mode='linear'``) or stays at
 ``warmup_begin_lr`` (``'constant'``). Unlike MXNet's, these schedulers are pure functions of
 ``num_update`` (MXNet mutated ``base_lr`` as it went, so it could not step back after loading
 an earlier state, and a ``base_lr`` set later by the optimizer missed the warm-up target).
+Every rate is a finite number ``>= 0`` (``base_lr`` at any later assignment too); MXNet took
+any value.
 """
 import math
 import numbers
 
 from ..base import NetsError
+from .hyper import Hyper, check_number
 
 __all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolyScheduler",
            "CosineScheduler"]
@@ -19,6 +22,11 @@ __all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolySchedu
 def _check(ok, name, value, expected):
     if not ok:
         raise NetsError(f"{name}={value!r}: expected {expected}")
+
+
+def _factor(factor):
+    """The decay ``factor``, checked: a number in ``(0, 1]`` (the rate decreases)."""
+    return check_number("factor", factor, low=0, high=1, low_open=True)
 
 
 def _is_int(x):
@@ -31,14 +39,17 @@ class LRScheduler:
     Subclasses implement ``_decayed(num_update)`` for ``num_update >= warmup_steps``.
     """
 
+    base_lr = Hyper(low=0)
+
     def __init__(self, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0, warmup_mode="linear"):
+        self.base_lr = base_lr
+        check_number("warmup_begin_lr", warmup_begin_lr, low=0)
         _check(_is_int(warmup_steps) and warmup_steps >= 0, "warmup_steps", warmup_steps,
                "an integer >= 0")
         _check(warmup_mode in ("linear", "constant"), "warmup_mode", warmup_mode,
                "'linear' or 'constant'")
         _check(warmup_begin_lr <= base_lr, "warmup_begin_lr", warmup_begin_lr,
                f"a rate <= base_lr={base_lr}")
-        self.base_lr = base_lr
         self.warmup_steps = warmup_steps
         self.warmup_begin_lr = warmup_begin_lr
         self.warmup_mode = warmup_mode
@@ -67,8 +78,8 @@ class FactorScheduler(LRScheduler):
                  warmup_begin_lr=0, warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check(_is_int(step) and step >= 1, "step", step, "an integer >= 1")
-        _check(0 < factor <= 1, "factor", factor, "a number in (0, 1] (the rate decreases)")
-        self.step, self.factor, self.stop_factor_lr = step, factor, stop_factor_lr
+        self.step, self.factor = step, _factor(factor)
+        self.stop_factor_lr = check_number("stop_factor_lr", stop_factor_lr, low=0)
 
     def _decayed(self, num_update):
         k = max(0, (num_update - 1) // self.step)
@@ -88,8 +99,7 @@ class MultiFactorScheduler(LRScheduler):
         _check(isinstance(step, list) and step and all(_is_int(s) and s >= 1 for s in step)
                and all(a < b for a, b in zip(step, step[1:])), "step", step,
                "a non-empty increasing list of integers >= 1")
-        _check(0 < factor <= 1, "factor", factor, "a number in (0, 1] (the rate decreases)")
-        self.step, self.factor = step, factor
+        self.step, self.factor = step, _factor(factor)
 
     def _decayed(self, num_update):
         return self.base_lr * self.factor ** sum(num_update > s for s in self.step)
@@ -104,7 +114,8 @@ class _Annealing(LRScheduler):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check(_is_int(max_update) and max_update > warmup_steps, "max_update", max_update,
                f"an integer > warmup_steps={warmup_steps}")
-        self.max_update, self.final_lr = max_update, final_lr
+        self.max_update = max_update
+        self.final_lr = check_number("final_lr", final_lr, low=0)
 
     def _decayed(self, num_update):
         done = (min(num_update, self.max_update) - self.warmup_steps) / (
@@ -120,7 +131,7 @@ class PolyScheduler(_Annealing):
                  warmup_begin_lr=0, warmup_mode="linear"):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
                          warmup_mode)
-        self.power = pwr
+        self.power = check_number("pwr", pwr, low=0)
 
     def _shape(self, done):
         return (1.0 - done) ** self.power

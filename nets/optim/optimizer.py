@@ -11,7 +11,6 @@ other row of the weight or of any state is read or written; with every row selec
 absent gradient row counts as zero.
 """
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -20,6 +19,7 @@ from .. import parallel
 from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
 from ..arrays.creation import zeros
 from ..arrays.dense import NDArray
+from .hyper import Hyper, check_number
 
 __all__ = ["Optimizer", "Record", "RowSelection", "register", "create", "WD_MODES"]
 
@@ -48,16 +48,17 @@ class Optimizer:
     Parameters
     ----------
     learning_rate : float, optional
-        The step size. ``None`` takes the ``lr_scheduler``'s ``base_lr`` when one is given,
+        The step size, a finite number ``>= 0`` (0 freezes the weights). ``None`` takes the ``lr_scheduler``'s ``base_lr`` when one is given,
         else the optimizer's default (``default_lr``); a value given together with a
         scheduler becomes the scheduler's ``base_lr``.
     wd : float
-        Weight decay (L2 penalty) coefficient, scaled per parameter by ``wd_mult``.
+        Weight decay (L2 penalty) coefficient ``>= 0``, scaled per parameter by ``wd_mult``.
     rescale_grad : float
-        The gradient is multiplied by this first (typically ``1 / batch_size``), then clipped.
+        The gradient is multiplied by this first (typically ``1 / batch_size``; ``>= 0``),
+        then clipped.
     clip_gradient : float or None
         Clip each rescaled gradient element to ``[-clip_gradient, clip_gradient]``; ``None``
-        disables it. Any number ``>= 0`` clips, 0 included (MXNet silently ignored 0).
+        disables it. Any finite number ``>= 0`` clips, 0 included (MXNet silently ignored 0).
     lr_scheduler : LRScheduler, optional
         Gives the learning rate as a function of ``num_update``.
     multi_precision : bool
@@ -78,6 +79,10 @@ class Optimizer:
         for AdaGrad; optimizers whose decay also passes through moments (momentum, Adam,
         RMSProp) get the plain decay for skipped rows.
 
+    Every hyper-parameter is a ``Hyper`` attribute: NaN, infinite or out-of-range values
+    raise ``NetsError`` naming it, in the constructor and at any later assignment (MXNet
+    took any value; a negative rate or decay is gradient ascent).
+
     A subclass sets ``state_names`` (the states its kernel takes, in order; ``row_states``
     names those with one value per weight row, of shape ``(rows,)``), makes them in
     ``create_state`` and implements ``update_rows``. ``records`` maps each parameter index
@@ -90,6 +95,10 @@ class Optimizer:
     row_states = ()  # those of state_names holding one value per weight row (shape (rows,))
     # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
     _decays = True
+    lr = Hyper(low=0, name="learning_rate")
+    wd = Hyper(low=0)
+    rescale_grad = Hyper(low=0)
+    clip_gradient = Hyper(low=0, optional=True)
 
     def __init__(self, learning_rate=None, wd=0.0, rescale_grad=1.0, clip_gradient=None,
                  lr_scheduler=None, multi_precision=False, param_dict=None, lazy_update=True,
@@ -97,9 +106,9 @@ class Optimizer:
         self.lr_scheduler = lr_scheduler
         if learning_rate is None:
             learning_rate = self.default_lr if lr_scheduler is None else lr_scheduler.base_lr
-        elif lr_scheduler is not None:
-            lr_scheduler.base_lr = learning_rate
         self.lr = learning_rate
+        if lr_scheduler is not None:
+            lr_scheduler.base_lr = self.lr
         self.wd = wd
         self.rescale_grad = rescale_grad
         self.clip_gradient = clip_gradient
@@ -136,20 +145,9 @@ class Optimizer:
 
     # -- hyper-parameters ----------------------------------------------------------------
     @property
-    def clip_gradient(self):
-        return self._clip_gradient
-
-    @clip_gradient.setter
-    def clip_gradient(self, value):
-        if value is not None and not (isinstance(value, numbers.Real) and value >= 0):
-            raise NetsError(f"clip_gradient={value!r}: expected None (no clipping) or a "
-                            f"number >= 0")
-        self._clip_gradient = value
-
-    @property
     def clip(self):
         """``clip_gradient`` as the kernels take it (``inf``: no clipping)."""
-        return np.inf if self._clip_gradient is None else self._clip_gradient
+        return np.inf if self.clip_gradient is None else self.clip_gradient
 
     @property
     def wd_mode(self):
@@ -183,16 +181,17 @@ class Optimizer:
         self.lr = lr
 
     def set_lr_mult(self, args_lr_mult):
-        """Per-parameter learning-rate multipliers: ``{index or parameter name: mult}``.
+        """Per-parameter learning-rate multipliers: ``{index or parameter name: mult}``,
+        each a finite number ``>= 0``.
 
         These override a ``Parameter``'s own ``lr_mult`` (MXNet let ``param_dict`` win,
         so ``set_lr_mult`` silently did nothing for Gluon parameters)."""
-        self.lr_mult = dict(args_lr_mult)
+        self.lr_mult = _mults("lr_mult", args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult):
-        """Per-parameter weight-decay multipliers: ``{index or parameter name: mult}``
-        (they override a ``Parameter``'s own ``wd_mult``)."""
-        self.wd_mult = dict(args_wd_mult)
+        """Per-parameter weight-decay multipliers: ``{index or parameter name: mult}``,
+        each a finite number ``>= 0`` (they override a ``Parameter``'s own ``wd_mult``)."""
+        self.wd_mult = _mults("wd_mult", args_wd_mult)
 
     def _mult(self, table, attr, index):
         if index in table:
@@ -327,6 +326,14 @@ class Optimizer:
         w = _view2d(_storage(weight, "weight"))
         w *= np.exp(record.log_decay - record.stamps[ids]).astype(w.dtype)[:, None]
         record.stamps[:] = record.log_decay
+
+
+def _mults(what, table):
+    """``table`` as a dict, each multiplier checked to be a finite number ``>= 0``."""
+    table = dict(table)
+    for key, mult in table.items():
+        check_number(f"{what}[{key!r}]", mult, low=0)
+    return table
 
 
 def _catch_up_rows(record, rows, decay):

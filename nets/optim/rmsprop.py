@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import kernels
-from ..base import NetsError
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["RMSProp"]
@@ -23,19 +23,21 @@ class RMSProp(Optimizer):
         w += delta
 
     ``clip_weights`` (if not None) then clips ``w`` to ``[-clip_weights, clip_weights]``.
-    The state is ``(n,)`` or ``(n, g, delta)``.
+    The state is ``(n,)`` or ``(n, g, delta)``. ``gamma1`` and ``gamma2`` are in ``[0, 1)``,
+    ``epsilon > 0``.
     """
 
     default_lr = 0.001
     state_names = ("n", "g", "delta")
+    gamma1 = Hyper(low=0, high=1, high_open=True)
+    gamma2 = Hyper(low=0, high=1, high_open=True)
+    epsilon = Hyper(low=0, low_open=True)
+    clip_weights = Hyper(low=0, optional=True)
 
     def __init__(self, learning_rate=None, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
                  centered=False, clip_weights=None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
-        if clip_weights is not None and not clip_weights >= 0:
-            raise NetsError(f"clip_weights={clip_weights!r}: expected None (no clipping) or a "
-                            f"number >= 0")
         self.centered, self.clip_weights = centered, clip_weights
 
     def create_state(self, index, weight):

@@ -1,5 +1,6 @@
 """SGD with momentum and weight decay (MXNet's ``SGD``)."""
 from .. import kernels
+from .hyper import Hyper
 from .optimizer import Optimizer, register
 
 __all__ = ["SGD"]
@@ -15,9 +16,11 @@ class SGD(Optimizer):
     (without momentum: ``w -= lr * (wd * w + clip(rescale_grad * grad))``). With a
     row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w`` and
     ``mom`` are updated (MXNet's lazy update); see ``Optimizer`` for the rest.
+    ``momentum`` is in ``[0, 1)`` (at 1 the velocity never decays).
     """
 
     state_names = ("mom",)
+    momentum = Hyper(low=0, high=1, high_open=True)
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(lazy_update=lazy_update, **kwargs)
