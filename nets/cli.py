@@ -232,9 +232,14 @@ def _metrics(cfg, seen):
     return {"rmse": rmse.get()[1]}
 
 
-def _scan_features(path):
-    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it."""
+def _scan_features(path, what):
+    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it. A pipe
+    or FIFO can be read only once, and the training pass needs it: ``--features`` then."""
+    from . import NetsError
     from .data import load_libsvm
+    if not os.path.isfile(path):
+        raise NetsError(f"{what} {path} is a pipe or FIFO, which can be read only once: give "
+                        f"--features N (the feature count) to train on it")
     X, _ = load_libsvm(path, zero_based=True)
     return X.shape[1]
 
@@ -254,8 +259,8 @@ def _train(args):
         raise NetsError(f"--loss softmax needs --classes K >= 2, got {args.classes}")
     features = args.features
     if features is None:
-        features = max(_scan_features(args.train),
-                       _scan_features(args.val) if args.val else 0)
+        features = max(_scan_features(args.train, "TRAIN"),
+                       _scan_features(args.val, "--val") if args.val else 0)
         print(f"--features not given: scanned {features} features", file=sys.stderr)
     cfg = {"features": features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}

@@ -268,3 +268,16 @@ def test_libsvmiter_errors_name_the_compressed_file_and_its_line(tmp_path):
     with pytest.raises(NetsError, match=r"bad.svm.gz, line 51: malformed feature value.*'0:x'"):
         for _ in it:
             pass
+
+
+def test_cli_train_on_a_stream_needs_features(tmp_path):
+    """Scanning a pipe for its feature count would consume it: ``nets train <(...)``
+    without ``--features`` says so in one line instead of hanging or training on nothing."""
+    path = tmp_path / "d.svm"
+    path.write_bytes(b"1 0:1\n0 2:1\n")
+    cli = [sys.executable, "-c", "import sys; from nets.cli import main; sys.exit(main())"]
+    cmd = " ".join(f"'{a}'" for a in cli + ["train"]) + f" <(cat '{path}')"
+    run = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode != 0
+    assert "give --features" in run.stderr and "Traceback" not in run.stderr
