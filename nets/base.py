@@ -11,8 +11,8 @@ import numpy as np
 __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
     "ContextError", "StorageFallbackWarning", "STYPES", "DEFAULT_DTYPE", "INDEX_DTYPE",
-    "FLOAT_DTYPES",
-    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_stype",
+    "FLOAT_DTYPES", "SUPPORTED_DTYPES",
+    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype", "check_stype",
     "normalize_shape",
 ]
 
@@ -25,6 +25,14 @@ TRAINING = contextvars.ContextVar("nets_training", default=False)
 DEFAULT_DTYPE = np.dtype(np.float32)
 INDEX_DTYPE = np.dtype(np.int64)  # every sparse index array is int64: one kernel specialisation
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # what float kernels are written for
+# Every dtype a nets array may hold (native byte order). float16 is stored as such and
+# computed in float32 (``nets.ops.registry``: numba has no float16 arithmetic). Object,
+# string, datetime, complex, void and extended-precision dtypes are refused where they
+# enter (``as_dtype``, ``check_dtype``): the kernels are not written for them.
+SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64))
+_SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 STYPES = ("default", "csr", "row_sparse")
 
 
@@ -56,14 +64,36 @@ class StorageFallbackWarning(UserWarning):
     """An operator densified sparse inputs because it has no sparse implementation."""
 
 
-def as_dtype(dtype, default=DEFAULT_DTYPE):
-    """Normalise ``dtype`` (None, str, numpy dtype or type) to a ``numpy.dtype``."""
+def as_dtype(dtype, default=DEFAULT_DTYPE, name="dtype"):
+    """Normalise ``dtype`` (None, str, numpy dtype or type) to one of ``SUPPORTED_DTYPES``.
+
+    A byte order other than the machine's is normalised to it (values are converted when
+    stored); a dtype nets does not support raises ``DTypeError`` naming the argument
+    ``name``, the dtype and the supported ones.
+    """
     if dtype is None:
         return np.dtype(default)
     try:
-        return np.dtype(dtype)
+        dt = np.dtype(dtype)
     except TypeError as e:
-        raise DTypeError(f"dtype={dtype!r} is not a numpy dtype") from e
+        raise DTypeError(f"{name}={dtype!r} is not a numpy dtype") from e
+    if not dt.isnative:
+        dt = dt.newbyteorder("=")
+    if dt not in SUPPORTED_DTYPES:
+        raise DTypeError(f"{name}={dtype!r}: dtype {dt} is not supported; nets arrays hold "
+                         f"{_SUPPORTED_NAMES}")
+    return dt
+
+
+def check_dtype(dtype, what):
+    """Return ``dtype`` (a numpy dtype, e.g. of a source array) in native byte order if nets
+    supports it, else raise ``DTypeError`` saying that ``what`` has it, and what is
+    supported."""
+    dt = dtype if dtype.isnative else dtype.newbyteorder("=")
+    if dt not in SUPPORTED_DTYPES:
+        raise DTypeError(f"{what} has dtype {dtype}, which nets does not support; nets arrays "
+                         f"hold {_SUPPORTED_NAMES} (convert it first, e.g. with .astype)")
+    return dt
 
 
 def check_stype(stype, name="stype"):

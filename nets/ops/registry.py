@@ -22,6 +22,12 @@
    inputs are densified, the all-default implementation runs, the result is
    cast to the inferred stype and ``StorageFallbackWarning`` names the op, the
    stypes and the bytes;
+   float16: an operator whose floating-point inputs are all float16 computes in float32
+   (numba has no float16 arithmetic, as MXNet's CPU kernels widen half floats): those
+   inputs are cast to float32, the implementation runs, and the outputs are cast back
+   to float16 when the op's dtype rule says float16 for the original inputs. Value
+   inputs (not ``index=`` ones) of mixed float dtypes run as given (numpy promotes; ops
+   that need one dtype refuse);
 5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``); a vjp calls
    operators the ordinary way, so there is one call path.
 
@@ -52,6 +58,7 @@ OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
 _log = logging.getLogger("nets.storage")
 _VERBOSE = os.environ.get("NETS_STORAGE_VERBOSE") == "1"  # read once, when nets is imported
+_HALF, _SINGLE = np.dtype(np.float16), np.dtype(np.float32)
 
 
 def get_op(name):
@@ -304,6 +311,24 @@ class Op:
 
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
+        for x in inputs:
+            if x is not None and x.dtype == _HALF:
+                return self._compute_half(inputs, attrs)
+        return self._compute(inputs, attrs)
+
+    def _compute_half(self, inputs, attrs):
+        """``compute`` for inputs holding float16: computed in float32 (see the module doc)."""
+        dtypes = [None if x is None else x.dtype for x in inputs]
+        if any(d is not None and d.kind == "f" and d != _HALF
+               for i, d in enumerate(dtypes) if i not in self.index_inputs):
+            return self._compute(inputs, attrs)  # mixed float values: the op decides
+        wide = tuple(x.astype(_SINGLE) if d == _HALF else x for x, d in zip(inputs, dtypes))
+        outputs = self._compute(wide, attrs)
+        if self.infer_dtype(dtypes, attrs) != _HALF:
+            return outputs
+        return tuple(o.astype(_HALF) if o.dtype == _SINGLE else o for o in outputs)
+
+    def _compute(self, inputs, attrs):
         stypes = tuple([None if x is None else x.stype for x in inputs])
         out_stypes = "default" if self._infer_fn is None else self._infer_fn(*stypes, **attrs)
         if out_stypes.__class__ is str:
