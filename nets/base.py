@@ -85,12 +85,14 @@ def as_dtype(dtype, default=DEFAULT_DTYPE, name="dtype"):
     return dt
 
 
-def check_dtype(dtype, what):
+def check_dtype(dtype, what, converted=False):
     """Return ``dtype`` (a numpy dtype, e.g. of a source array) in native byte order if nets
     supports it, else raise ``DTypeError`` saying that ``what`` has it, and what is
-    supported."""
+    supported. With ``converted`` (the values are converted to a supported dtype by numpy)
+    only dtypes whose values are not real numbers are refused: complex (a cast would drop
+    the imaginary parts), datetime, timedelta and void."""
     dt = dtype if dtype.isnative else dtype.newbyteorder("=")
-    if dt not in SUPPORTED_DTYPES:
+    if dt.kind in "cMmV" if converted else dt not in SUPPORTED_DTYPES:
         raise DTypeError(f"{what} has dtype {dtype}, which nets does not support; nets arrays "
                          f"hold {_SUPPORTED_NAMES} (convert it first, e.g. with .astype)")
     return dt

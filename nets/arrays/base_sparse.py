@@ -34,11 +34,10 @@ def read_only(a):
     The index buffers of a sparse array are validated once, when the array is built, and
     trusted by every kernel after that (scipy.sparse's model); the views handed to users
     are read-only so that an edit cannot break that trust (an out-of-range index would
-    make a kernel read or write outside its arrays). Values stay writable: no value can
-    make a kernel misbehave."""
-    view = a.view()
-    view.flags.writeable = False
-    return view
+    make a kernel read or write outside its arrays). The view is built over a read-only
+    buffer, so numpy also refuses ``view.flags.writeable = True``. Values stay writable: no
+    value can make a kernel misbehave."""
+    return np.asarray(memoryview(a).toreadonly())
 
 
 class BaseSparseNDArray(NDArray):

@@ -23,22 +23,26 @@ def _is_scipy_sparse(x):
 
 def _source_dtype(source, dtype, name):
     """MXNet's rule for the sparse constructors: keep an array source's dtype (numpy, scipy
-    or nets), otherwise float32. A source (the argument ``name``) of a dtype nets does not
-    support is refused."""
+    or nets), otherwise float32; ``dtype`` overrides it. A numpy or scipy source (the
+    argument ``name``) must hold real numbers (``check_dtype``), and one of a dtype nets
+    does not hold (object, string) is refused unless ``dtype`` says what to convert it to."""
     if isinstance(source, np.ndarray) or _is_scipy_sparse(source):
-        kept = check_dtype(source.dtype, f"{name} ({type(source).__name__})")
-    else:
-        kept = source.dtype if isinstance(source, NDArray) else DEFAULT_DTYPE
-    return kept if dtype is None else as_dtype(dtype)
+        what = f"{name} ({type(source).__name__})"
+        if dtype is None:
+            return check_dtype(source.dtype, what)
+        check_dtype(source.dtype, what, converted=True)
+    elif dtype is None:
+        return source.dtype if isinstance(source, NDArray) else DEFAULT_DTYPE
+    return as_dtype(dtype)
 
 
 def _as_numpy(source, dtype, name, copy=False):
     """``source`` (array-like, not an ``NDArray``) as a numpy array of the supported
-    ``dtype`` (a fresh one when ``copy``); a numpy source of an unsupported dtype (complex,
-    string, object, ...) raises ``DTypeError``, values that do not convert (ragged lists,
-    non-numeric strings) ``ShapeError``."""
+    ``dtype`` (a fresh one when ``copy``), converted by numpy (numeric strings parse, as in
+    MXNet). A numpy source of complex, datetime or void values raises ``DTypeError``,
+    values that do not convert (ragged lists, non-numeric strings) ``ShapeError``."""
     if isinstance(source, np.ndarray):
-        check_dtype(source.dtype, name)
+        check_dtype(source.dtype, name, converted=True)
     try:
         return np.array(source, dtype=dtype, copy=True if copy else None)
     except (TypeError, ValueError) as e:

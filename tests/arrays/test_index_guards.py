@@ -48,6 +48,8 @@ def test_index_views_are_read_only(stype, part):
         np.asarray(view)[0] = 3  # the numpy array behind the NDArray, too
     with pytest.raises(ValueError, match=READ_ONLY):
         view += 1
+    with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+        np.asarray(view).flags.writeable = True
     np.testing.assert_array_equal(getattr(x, part).asnumpy(), before)
     x.check_format(full_check=True)
 

@@ -67,9 +67,7 @@ def test_load_libsvm_refuses_unsupported_dtypes(tmp_path):
             nets.data.load_libsvm(str(path), dtype=dtype)
 
 
-SOURCES = {
-    "nd.array": lambda src: nd.array(src),
-    "nd.array(dtype=float32)": lambda src: nd.array(src, dtype="float32"),
+KEEPING = {  # constructors that keep a numpy source's dtype (MXNet's rule)
     "from_numpy": lambda src: nd.from_numpy(src),
     "csr_matrix": lambda src: nd.sparse.csr_matrix(src),
     "row_sparse_array": lambda src: nd.sparse.row_sparse_array(src),
@@ -78,18 +76,50 @@ SOURCES = {
     "row_sparse_array(data, indices)": lambda src: nd.sparse.row_sparse_array(
         (src, [0, 1]), shape=(2, 2)),
 }
+CONVERTING = {  # constructors converting the values to a given (or the default) dtype
+    "nd.array": lambda src: nd.array(src),
+    "nd.array(dtype=int32)": lambda src: nd.array(src, dtype="int32"),
+    "csr_matrix(dtype=float32)": lambda src: nd.sparse.csr_matrix(src, dtype="float32"),
+    "row_sparse_array(dtype=float64)": lambda src: nd.sparse.row_sparse_array(
+        src, dtype="float64"),
+    "csr_matrix(data, (row, col), dtype=float32)": lambda src: nd.sparse.csr_matrix(
+        (src[0], ([0, 1], [0, 1])), shape=(2, 2), dtype="float32"),
+}
+NOT_NUMBERS = [np.array([[1 + 2j, 0], [0, 3j]]),
+               np.array([["2024-01-01", "2024-01-02"]] * 2, dtype="datetime64[D]"),
+               np.array([[1, 2], [3, 4]], dtype="timedelta64[s]"), np.zeros((2, 2), "V8")]
 
 
-@pytest.mark.parametrize("values", [
-    np.array([[1 + 2j, 0], [0, 3j]]), np.array([["a", "b"], ["c", "d"]]),
-    np.array([[1, None], [2, 3]], dtype=object),
-    np.array([["2024-01-01", "2024-01-02"]] * 2, dtype="datetime64[D]")], ids=str)
-@pytest.mark.parametrize("name", sorted(SOURCES))
-def test_sources_of_unsupported_dtypes_are_refused(name, values):
-    """A complex source would lose its imaginary parts, a string or object one is not
-    numbers: each is refused, naming its dtype, instead of stored or silently cast."""
+@pytest.mark.parametrize("values", NOT_NUMBERS, ids=lambda v: str(v.dtype))
+@pytest.mark.parametrize("name", sorted(KEEPING) + sorted(CONVERTING))
+def test_sources_that_are_not_real_numbers_are_refused(name, values):
+    """A complex source would lose its imaginary parts, a datetime one is not a number:
+    refused, naming the argument and its dtype, instead of stored or silently cast."""
+    make = KEEPING.get(name) or CONVERTING[name]
     with pytest.raises(DTypeError, match=re.escape(f"has dtype {values.dtype}") + ".*float32"):
-        SOURCES[name](values)
+        make(values)
+
+
+@pytest.mark.parametrize("values", [np.array([["1", "0"], ["0", "2.5"]]),
+                                    np.array([[1, 0], [0, 2.5]], dtype=object)],
+                         ids=lambda v: str(v.dtype))
+@pytest.mark.parametrize("name", sorted(KEEPING))
+def test_string_and_object_sources_are_refused_where_their_dtype_would_be_kept(name, values):
+    with pytest.raises(DTypeError, match=re.escape(f"has dtype {values.dtype}") + ".*float32"):
+        KEEPING[name](values)
+
+
+def test_string_and_object_sources_convert_to_a_given_dtype():
+    """As in MXNet, numpy parses numeric strings and converts objects holding numbers."""
+    strings = np.array([["1", "0"], ["0", "2.5"]])
+    expected = np.array([[1, 0], [0, 2.5]])
+    for x in (nd.array(strings), nd.sparse.csr_matrix(strings, dtype="float32"),
+              nd.sparse.row_sparse_array(strings.astype(object), dtype="float64")):
+        assert x.dtype in (np.float32, np.float64)
+        np.testing.assert_array_equal(x.asnumpy(), expected)
+    np.testing.assert_array_equal(nd.array(["3", "4"], dtype="int32").asnumpy(), [3, 4])
+    with pytest.raises(NetsError, match="cannot be converted to an array of float32.*'a'"):
+        nd.array(np.array(["a", "b"]))
 
 
 def test_scipy_sources_of_unsupported_dtypes_are_refused():
