@@ -114,6 +114,7 @@ class BaseSparseNDArray(NDArray):
 
     def _set_parts(self, src, copy):
         """Take ``src``'s buffers (same stype and shape), keeping self's dtype."""
+        self._bump_version()
         self._data = src._data.astype(self.dtype, copy=copy)
         for p in self._parts:
             setattr(self, p, getattr(src, p).copy() if copy else getattr(src, p))

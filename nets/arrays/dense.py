@@ -31,6 +31,12 @@ class NDArray:
     # using it (attach_grad, grad, backward) are installed by nets.autograd.
     _grad_slot = None  # a leaf's GradSlot (nets.autograd.slot)
     _node = None  # the autograd node that produced this array, if recorded
+    # Version counter: ``[n]``, shared by an array and the views ``detach()`` and
+    # ``x[key]`` make of it, bumped by every write through ``x[key] = v`` (and so by
+    # in-place arithmetic, ``copyto`` and ``out=``). Autograd records the versions of a
+    # node's arrays and refuses to differentiate through one written since. None until
+    # the array is first viewed or written (version 0).
+    _versions = None
 
     def __init__(self, data, ctx=None):
         if not isinstance(data, np.ndarray):
@@ -126,9 +132,33 @@ class NDArray:
     def wait_to_read(self):
         """No-op: nets computes synchronously."""
 
+    @property
+    def version(self):
+        """How many times this array's memory was written through nets since it was
+        created (counting writes through its views); autograd compares it with the
+        version an operator recorded."""
+        v = self._versions
+        return 0 if v is None else v[0]
+
+    def _bump_version(self):
+        v = self._versions
+        if v is None:
+            self._versions = [1]
+        else:
+            v[0] += 1
+
+    def _view(self, data):
+        """A new array over ``data``, a view of this array's memory, sharing its version."""
+        out = NDArray(data, self._ctx)
+        v = self._versions
+        if v is None:
+            v = self._versions = [0]
+        out._versions = v
+        return out
+
     def detach(self):
-        """This array's values, cut from the autograd graph (shares memory)."""
-        return NDArray(self._np, self._ctx)
+        """This array's values, cut from the autograd graph (shares memory and version)."""
+        return self._view(self._np)
 
     # -- assignment ----------------------------------------------------------
     def _check_writable_in_record(self):
@@ -142,6 +172,7 @@ class NDArray:
     def __setitem__(self, key, value):
         if RECORDER.get() is not None:
             self._check_writable_in_record()
+        self._bump_version()
         if isinstance(value, NDArray):
             if value.stype != "default":
                 if not (isinstance(key, slice) and key == slice(None)):
@@ -171,7 +202,10 @@ class NDArray:
         elif isinstance(key, tuple):
             key = tuple(k._np if isinstance(k, NDArray) else k for k in key)
         out = self._np[key]
-        return NDArray(out if isinstance(out, np.ndarray) else np.asarray(out), self._ctx)
+        if not isinstance(out, np.ndarray):
+            return NDArray(np.asarray(out), self._ctx)  # a scalar: a copy
+        return self._view(out) if out.base is not None and np.may_share_memory(
+            out, self._np) else NDArray(out, self._ctx)  # advanced indexing copies
 
     # -- Python protocol -------------------------------------------------------
     def __len__(self):

@@ -205,6 +205,7 @@ def _vjp(node, out_grads):
     """Call the node's vjp with every output's gradient (zeros for outputs none reached)
     and check that it returns one gradient (or None) per input, each of the input's shape."""
     op = node.op
+    node.check_versions()
     fn = getattr(op, "_vjp_fn", None)
     if fn is None:
         raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient must "

@@ -28,14 +28,37 @@ class Node:
     ``parents[i]`` says where the gradient of ``inputs[i]`` goes: ``(node, k)`` for
     output ``k`` of a recorded node, the array itself for a leaf, None for a
     constant. ``seq`` increases with creation, so it orders nodes topologically.
-    ``free()`` drops everything; a freed node has ``parents is None``.
+    ``versions`` holds the ``version`` of each input and output when recorded: the vjp
+    reads their values, so the engine refuses to run it once one was written since
+    (``check_versions``). ``free()`` drops everything; a freed node has ``parents is None``.
     """
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "versions")
 
     def __init__(self, op, inputs, attrs, outputs, parents):
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
+        self.versions = _versions(inputs + outputs)
+
+    def check_versions(self):
+        """Raise when an input or output was written in place since this node was recorded
+        (its gradient would be computed from the new values, silently wrong)."""
+        now = _versions(self.inputs + self.outputs)
+        if now == self.versions:
+            return
+        i = next(i for i, (a, b) in enumerate(zip(now, self.versions)) if a != b)
+        n = len(self.inputs)
+        what = f"input {i}" if i < n else f"output {i - n}"
+        op = self.op
+        names = getattr(op, "inputs", None)
+        if i < n and names and self.op.__class__ is Op:
+            what += f" ({(names[0] if op.variadic else names[i])!r})"
+        raise NetsError(f"{what} of op {getattr(op, 'name', op)!r} was modified in place after "
+                        f"the op was recorded (its version is {now[i]}, it was "
+                        f"{self.versions[i]} when recorded), so its gradient would be computed "
+                        f"from the new values; write into a copy, or compute a new array "
+                        f"(y = x * 2 rather than x[:] = ...), or call backward() before "
+                        f"modifying it")
 
     def output(self, k=0):
         """Output ``k`` for a vjp formula written with it (``exp``: ``g * y``). While
@@ -67,6 +90,10 @@ class Node:
     def __repr__(self):
         name = "freed" if self.parents is None else getattr(self.op, "name", self.op)
         return f"<autograd node {name} #{self.seq}>"
+
+
+def _versions(arrays):
+    return tuple([0 if a is None or a._versions is None else a._versions[0] for a in arrays])
 
 
 def record_node(op, inputs, attrs, outputs):

@@ -6,11 +6,13 @@ classes import nothing above them.
 """
 import sys as _sys
 
-from . import dot as _dot_mod, elemwise, methods, nn, output, reduce, shape, sparse_ops, unary
+from . import (dot as _dot_mod, elemwise, methods, nn, ordering, output, reduce, shape,
+               sparse_ops, unary)
 from .dot import *
 from .elemwise import *
 from .methods import FLUENT_METHODS  # noqa: F401  (public: nets.ops.FLUENT_METHODS)
 from .nn import *
+from .ordering import *
 from .output import *
 from .reduce import *
 from .registry import OPS, Op  # noqa: F401
@@ -18,7 +20,8 @@ from .shape import *
 from .sparse_ops import *
 from .unary import *
 
-__all__ = sorted(set(_dot_mod.__all__ + elemwise.__all__ + nn.__all__ + output.__all__
+__all__ = sorted(set(_dot_mod.__all__ + elemwise.__all__ + nn.__all__ + ordering.__all__
+                     + output.__all__
                      + reduce.__all__
                      + shape.__all__ + sparse_ops.__all__ + unary.__all__))
 

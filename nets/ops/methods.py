@@ -20,7 +20,8 @@ FLUENT_METHODS = (
     "transpose", "flatten", "expand_dims", "broadcast_to", "slice", "slice_axis", "take",
     "split", "one_hot", "sum", "mean", "max", "min", "norm", "argmax", "abs", "sign", "sqrt",
     "square", "exp", "log", "log1p", "expm1", "relu", "sigmoid", "tanh", "softsign", "clip",
-    "round", "floor", "ceil", "softmax", "log_softmax", "zeros_like", "ones_like",
+    "round", "floor", "ceil", "softmax", "log_softmax", "zeros_like", "ones_like", "sort",
+    "argsort", "topk",
 )
 
 # Python operator -> operator name; the reflected form (``2 - x``) swaps the operands.

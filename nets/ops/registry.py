@@ -183,8 +183,8 @@ class Op:
         return fn
 
     def dtype(self, fn=None, index=()):
-        """Declare the output dtype: ``fn(in_dtypes, attrs) -> dtype`` (all inputs known;
-        default: numpy promotion of the value inputs); ``index`` lists the positions of
+        """Declare the output dtype: ``fn(in_dtypes, attrs) -> dtype``, or a tuple of one
+        per output (all inputs known; default: numpy promotion of the value inputs); ``index`` lists the positions of
         inputs that hold ids or conditions, which take no part in promotion."""
         self.index_inputs = frozenset(index)
         if fn is not None:
@@ -225,9 +225,11 @@ class Op:
         return self._shape_fn(list(shapes), self._full_attrs(attrs))
 
     def infer_dtype(self, dtypes, attrs):
-        """The output dtype for the input ``dtypes`` (None for an absent input)."""
+        """The output dtype for the input ``dtypes`` (None for an absent input): one for
+        every output, or a tuple of one per output."""
         if self._dtype_fn is not None:
-            return np.dtype(self._dtype_fn(list(dtypes), self._full_attrs(attrs)))
+            out = self._dtype_fn(list(dtypes), self._full_attrs(attrs))
+            return tuple(map(np.dtype, out)) if isinstance(out, tuple) else np.dtype(out)
         values = [d for i, d in enumerate(dtypes) if i not in self.index_inputs and d is not None]
         return np.result_type(*values) if values else None
 

@@ -205,6 +205,6 @@ def _type_step(node, v):
         return changed
     out = node.op.infer_dtype(ins, node.full_attrs)
     if out is not None and v.outs[node][0] is None:
-        v.outs[node] = [np.dtype(out)] * node.num_outputs
+        v.outs[node] = list(out) if isinstance(out, tuple) else [out] * node.num_outputs
         changed = True
     return changed
