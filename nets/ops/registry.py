@@ -25,7 +25,7 @@
    float16: an operator whose floating-point inputs are all float16 computes in float32
    (numba has no float16 arithmetic, as MXNet's CPU kernels widen half floats): those
    inputs are cast to float32, the implementation runs, and the outputs are cast back
-   to float16 when the op's dtype rule says float16 for the original inputs. Value
+   to float16 where the op's dtype rule says float16 for the original inputs. Value
    inputs (not ``index=`` ones) of mixed float dtypes run as given (numpy promotes; ops
    that need one dtype refuse);
 5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``); a vjp calls
@@ -326,9 +326,10 @@ class Op:
             return self._compute(inputs, attrs)  # mixed float values: the op decides
         wide = tuple(x.astype(_SINGLE) if d == _HALF else x for x, d in zip(inputs, dtypes))
         outputs = self._compute(wide, attrs)
-        if self.infer_dtype(dtypes, attrs) != _HALF:
-            return outputs
-        return tuple(o.astype(_HALF) if o.dtype == _SINGLE else o for o in outputs)
+        want = self.infer_dtype(dtypes, attrs)
+        wants = want if isinstance(want, tuple) else (want,) * len(outputs)
+        return tuple(o.astype(_HALF) if w == _HALF and o.dtype == _SINGLE else o
+                     for o, w in zip(outputs, wants))
 
     def _compute(self, inputs, attrs):
         stypes = tuple([None if x is None else x.stype for x in inputs])
