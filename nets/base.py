@@ -12,8 +12,8 @@ __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
     "ContextError", "StorageFallbackWarning", "STYPES", "DEFAULT_DTYPE", "INDEX_DTYPE",
     "FLOAT_DTYPES", "SUPPORTED_DTYPES",
-    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype", "check_stype",
-    "normalize_shape",
+    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
+    "check_stype", "normalize_shape",
 ]
 
 # Autograd state lives here, at the bottom of the graph, so arrays and operators can read it

@@ -301,3 +301,14 @@ def test_float16_training_with_a_trainer(tmp_path):
     grad = 2 * (0 - y32) @ x32  # at zero weights and bias the prediction is 0
     check_half(net.weight.data(), -0.5 * grad[None, :])
     check_half(net.bias.data(), [-0.5 * 2 * (0 - y32).sum()])
+
+
+def test_float16_outputs_follow_each_outputs_dtype_rule():
+    """Computed in float32, each output comes back in the dtype its rule gives for float16
+    inputs: topk's values float16, its indices float32 (the ``dtype`` attribute)."""
+    a = np.array([[3, 1, 2], [0.5, 4, 3]], np.float16)
+    values, indices = nd.topk(nd.array(a, dtype=a.dtype), k=2, ret_typ="both")
+    assert values.dtype == np.float16 and indices.dtype == np.float32
+    np.testing.assert_array_equal(values.asnumpy(), [[3, 2], [4, 3]])
+    np.testing.assert_array_equal(indices.asnumpy(), [[0, 2], [1, 2]])
+    assert nd.argmax(nd.array(a, dtype=a.dtype), axis=1).dtype == np.float32
