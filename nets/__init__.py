@@ -12,8 +12,8 @@ from . import kv as kvstore
 from . import module as mod
 from . import nd as ndarray
 from . import symbol as sym
-from .base import (Context, NetsError, StorageFallbackWarning, cpu, current_context, gpu,
-                   num_gpus)
+from .base import (Context, DenseResultWarning, NetsError, StorageFallbackWarning, cpu,
+                   current_context, gpu, num_gpus)
 from .parallel import get_num_threads, set_num_threads
 from .trainer import Trainer
 
@@ -28,7 +28,8 @@ _sys.modules[__name__ + ".initializer"] = init
 
 __version__ = "0.1.0"
 
-__all__ = ["Context", "NetsError", "StorageFallbackWarning", "Trainer", "__version__",
+__all__ = ["Context", "DenseResultWarning", "NetsError", "StorageFallbackWarning", "Trainer",
+           "__version__",
            "arrays", "autograd", "callback", "cpu", "current_context", "data",
            "get_num_threads", "gpu", "init", "initializer", "kv", "kvstore", "layers", "loss",
            "metric", "mod", "model", "module", "nd", "ndarray", "num_gpus", "operator", "optim",

@@ -10,8 +10,8 @@ import numpy as np
 
 __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
-    "ContextError", "StorageFallbackWarning", "STYPES", "DEFAULT_DTYPE", "INDEX_DTYPE",
-    "FLOAT_DTYPES", "SUPPORTED_DTYPES",
+    "ContextError", "StorageFallbackWarning", "DenseResultWarning", "STYPES", "DEFAULT_DTYPE",
+    "INDEX_DTYPE", "FLOAT_DTYPES", "SUPPORTED_DTYPES",
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
     "check_stype", "normalize_shape",
 ]
@@ -62,6 +62,12 @@ class ContextError(NetsError):
 
 class StorageFallbackWarning(UserWarning):
     """An operator densified sparse inputs because it has no sparse implementation."""
+
+
+class DenseResultWarning(UserWarning):
+    """An operator gave a dense result the size of a sparse input, larger than any of its
+    dense inputs (``csr + 1``, ``exp(csr)``, ``broadcast_add(csr, row)``): the values are
+    not zero where the input stores none, so no sparse result can hold them."""
 
 
 def as_dtype(dtype, default=DEFAULT_DTYPE, name="dtype"):

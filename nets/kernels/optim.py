@@ -147,6 +147,32 @@ def adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
 
 
 @jit
+def rowwise_adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
+    """Row-wise AdaGrad (FBGEMM's ``EXACT_ROWWISE_ADAGRAD``, L2 weight decay): one
+    accumulator per row, ``history`` a ``(rows, 1)`` state::
+
+        x = clip(rescale * g) + wd * w                      (the row's entries)
+        history += mean(x**2)                               (over the row)
+        w -= lr * x / (sqrt(history) + epsilon)
+    """
+    tiny = w.dtype.type(TINY)
+    cols = w.shape[1]
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        r, q, a = _at(pos, 0, k), _at(pos, 1, k), _at(pos, 2, k)
+        total = w.dtype.type(0)
+        for j in range(cols):
+            x = _clip(g[q, j] * rescale, clip) + wd * w[r, j]
+            total += x * x
+        h = _ftz(history[a, 0] + np.divide(total, cols), tiny)
+        history[a, 0] = h
+        scale = np.divide(lr, np.sqrt(h) + epsilon)
+        for j in range(cols):
+            wj = w[r, j]
+            w[r, j] = wj - scale * (_clip(g[q, j] * rescale, clip) + wd * wj)
+
+
+@jit
 def rmsprop(pos, lo, hi, w, g, n, mg, delta, lr, gamma1, gamma2, epsilon, wd, rescale,
             clip, clip_weights, centered):
     """RMSProp (MXNet ``rmsprop_update``; ``centered``: ``rmspropalex_update``)::

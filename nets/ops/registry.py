@@ -39,6 +39,8 @@ Recording for autograd is a hook: ``RECORDER`` holds a callable while
 extra outside ``record()``. ``NETS_STORAGE_VERBOSE=1`` (read when nets is imported,
 or ``set_storage_verbose``) logs every call's storage types through ``log_storage``.
 """
+import contextlib
+import contextvars
 import inspect
 import logging
 import os
@@ -46,13 +48,13 @@ import warnings
 
 import numpy as np
 
-from ..base import RECORDER, TRAINING, NetsError, StorageFallbackWarning
+from ..base import RECORDER, TRAINING, DenseResultWarning, NetsError, StorageFallbackWarning
 from ..arrays.creation import array as _to_array
 from ..arrays.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
-           "storage_verbose", "set_storage_verbose", "log_storage", "same_shape",
-           "all_same_shape", "shape_attr"]
+           "dense_results_expected", "storage_verbose", "set_storage_verbose", "log_storage",
+           "same_shape", "all_same_shape", "shape_attr"]
 
 OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
@@ -116,6 +118,40 @@ def _as_input(x, op, name):
     if isinstance(x, np.ndarray) or type(x).__module__.startswith("scipy.sparse"):
         return _to_array(x, dtype=x.dtype)  # an operator keeps a numpy input's dtype
     raise TypeError(f"{op}: input {name!r} must be an NDArray, got {type(x).__name__} ({x!r:.60})")
+
+
+_DENSE_EXPECTED = contextvars.ContextVar("nets_dense_results_expected", default=False)
+
+
+@contextlib.contextmanager
+def dense_results_expected():
+    """Within it, operators do not warn of dense results (``DenseResultWarning``): the
+    autograd engine computes gradients in their declared storage types, and the forward
+    operator already warned of the dense result those follow from."""
+    token = _DENSE_EXPECTED.set(True)
+    try:
+        yield
+    finally:
+        _DENSE_EXPECTED.reset(token)
+
+
+def _check_dense_result(name, inputs, outputs):
+    """Warn when a dense output has the shape of a sparse input and is larger than every
+    dense input: the operator materialised the sparse array's full size (``exp(csr)``,
+    ``csr + 1``, ``broadcast_add(csr, row)``). Explicit conversions (``cast_storage``,
+    ``tostype``) are asked for and do not warn."""
+    if name == "cast_storage" or _DENSE_EXPECTED.get():
+        return
+    dense = max((x.size for x in inputs if x is not None and x.stype == "default"), default=0)
+    for o in outputs:
+        if o.stype != "default" or o.size <= dense:
+            continue
+        for x in inputs:
+            if x is not None and x.stype != "default" and x.shape == o.shape:
+                warnings.warn(f"{name}: the result is dense ({o.nbytes} bytes, the full size of "
+                              f"its {x.stype} input of shape {x.shape}): no sparse result can "
+                              f"hold it", DenseResultWarning, stacklevel=4)
+                return
 
 
 def _matches(pattern, key):
@@ -184,8 +220,9 @@ class Op:
 
     def dtype(self, fn=None, index=()):
         """Declare the output dtype: ``fn(in_dtypes, attrs) -> dtype``, or a tuple of one
-        per output (all inputs known; default: numpy promotion of the value inputs); ``index`` lists the positions of
-        inputs that hold ids or conditions, which take no part in promotion."""
+        per output (all inputs known; default: numpy promotion of the value inputs);
+        ``index`` lists the positions of inputs that hold ids or conditions, which take no
+        part in promotion."""
         self.index_inputs = frozenset(index)
         if fn is not None:
             self._dtype_fn = fn
@@ -354,6 +391,8 @@ class Op:
               any(r.stype != s for r, s in zip(outputs, out_stypes))):
             raise NetsError(f"internal: {self.name} on {stypes} returned stypes "
                             f"{tuple(r.stype for r in outputs)}, its inference says {out_stypes}")
+        elif ("csr" in stypes or "row_sparse" in stypes) and "default" in out_stypes:
+            _check_dense_result(self.name, inputs, outputs)
         if _VERBOSE:
             log_storage(self.name, stypes, tuple(o.stype for o in outputs))
         return outputs

@@ -1,13 +1,14 @@
-"""Optimizers (MXNet's ``mx.optimizer``): SGD, Adam, AdamW, AdaGrad, FTRL, RMSProp, the
-``Optimizer`` base with its registry (``create('adam', ...)``, ``register``), the
-``Record`` it keeps per parameter and the ``RowSelection`` it hands to an optimizer's
-``update_rows``, and the learning-rate schedulers of ``nets.optim.lr_scheduler``.
+"""Optimizers (MXNet's ``mx.optimizer``): SGD, Adam, AdamW, AdaGrad, row-wise AdaGrad
+(FBGEMM's), FTRL, RMSProp, the ``Optimizer`` base with its registry (``create('adam',
+...)``, ``register``), the ``Record`` it keeps per parameter and the ``RowSelection`` it
+hands to an optimizer's ``update_rows``, and the learning-rate schedulers of
+``nets.optim.lr_scheduler``.
 
 With a row_sparse gradient and ``lazy_update=True`` (the default) an update reads and writes
 only the gradient's rows of the weight and of every state, dense or row_sparse.
 """
 from . import lr_scheduler
-from .adagrad import AdaGrad
+from .adagrad import AdaGrad, RowWiseAdaGrad
 from .adam import Adam, AdamW
 from .ftrl import FTRL, Ftrl
 from .lr_scheduler import (CosineScheduler, FactorScheduler, LRScheduler, MultiFactorScheduler,
@@ -17,5 +18,6 @@ from .rmsprop import RMSProp
 from .sgd import SGD
 
 __all__ = ["Optimizer", "Record", "RowSelection", "create", "register", "WD_MODES", "SGD",
-           "Adam", "AdamW", "AdaGrad", "FTRL", "Ftrl", "RMSProp", "lr_scheduler", "LRScheduler",
-           "FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler"]
+           "Adam", "AdamW", "AdaGrad", "RowWiseAdaGrad", "FTRL", "Ftrl", "RMSProp",
+           "lr_scheduler", "LRScheduler", "FactorScheduler", "MultiFactorScheduler",
+           "PolyScheduler", "CosineScheduler"]

@@ -1,8 +1,8 @@
-"""AdaGrad (MXNet's ``AdaGrad``)."""
+"""AdaGrad (MXNet's ``AdaGrad``) and row-wise AdaGrad (FBGEMM's)."""
 from .. import kernels
 from .optimizer import Optimizer, register
 
-__all__ = ["AdaGrad"]
+__all__ = ["AdaGrad", "RowWiseAdaGrad"]
 
 
 @register
@@ -29,3 +29,36 @@ class AdaGrad(Optimizer):
     def update_rows(self, rows, lr, wd, step):
         rows.run(kernels.optim.adagrad, (lr, wd, self.float_stable_eps, self.rescale_grad,
                                          self.clip))
+
+
+@register
+class RowWiseAdaGrad(Optimizer):
+    """Row-wise AdaGrad (FBGEMM's ``EXACT_ROWWISE_ADAGRAD``, the default optimizer of
+    TorchRec's embedding tables): one accumulator per row instead of one per entry, so a
+    ``(rows, d)`` weight keeps a ``(rows,)`` state, ``d`` times less than AdaGrad's::
+
+        x = clip(rescale_grad * grad, clip_gradient) + wd * w     (each row)
+        history[row] += mean(x**2 over the row)
+        w[row] -= lr * x / (sqrt(history[row]) + eps)
+
+    Registered as ``'rowwise_adagrad'``. Lazy (only the gradient's rows, ``lazy_update=True``)
+    on dense and row_sparse weights alike, as the other optimizers. A 1-D weight has one
+    entry per row, so this is AdaGrad with ``eps`` outside the square root.
+    """
+
+    state_names = ("history",)
+    row_states = ("history",)
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return self._zeros_like(weight, weight.shape[:1])  # history: one value per row
+
+    def update_rows(self, rows, lr, wd, step):
+        rows.run(kernels.optim.rowwise_adagrad, (lr, wd, self.float_stable_eps,
+                                                 self.rescale_grad, self.clip))
+
+
+Optimizer.opt_registry["rowwise_adagrad"] = RowWiseAdaGrad  # FBGEMM's name, beside the class's

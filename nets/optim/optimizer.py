@@ -78,7 +78,8 @@ class Optimizer:
         for AdaGrad; optimizers whose decay also passes through moments (momentum, Adam,
         RMSProp) get the plain decay for skipped rows.
 
-    A subclass sets ``state_names`` (the states its kernel takes, in order), makes them in
+    A subclass sets ``state_names`` (the states its kernel takes, in order; ``row_states``
+    names those with one value per weight row, of shape ``(rows,)``), makes them in
     ``create_state`` and implements ``update_rows``. ``records`` maps each parameter index
     to its ``Record``; ``num_update`` is the largest ``step`` among them.
     """
@@ -86,6 +87,7 @@ class Optimizer:
     opt_registry = {}
     default_lr = 0.01
     state_names = ()  # the states the kernel takes, in order (an absent one: a placeholder)
+    row_states = ()  # those of state_names holding one value per weight row (shape (rows,))
     # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
     _decays = True
 
@@ -211,10 +213,12 @@ class Optimizer:
         """The optimizer state of one weight: None, an array or a tuple of arrays."""
         return None
 
-    def _zeros_like(self, weight):
-        """A zero state for ``weight``: its storage type when updates are lazy, else dense."""
+    def _zeros_like(self, weight, shape=None):
+        """A zero state for ``weight`` (of its shape, or ``shape``: ``weight.shape[:1]`` for
+        a state in ``row_states``): its storage type when updates are lazy, else dense."""
         stype = weight.stype if self.lazy_update else "default"
-        return zeros(weight.shape, weight.context, weight.dtype, stype)
+        return zeros(weight.shape if shape is None else shape, weight.context, weight.dtype,
+                     stype)
 
     def create_state_multi_precision(self, index, weight):
         """``create_state``, plus a float32 master copy of a float16 weight when
@@ -247,6 +251,11 @@ class Optimizer:
                                 f"pass create_state(index, weight)")
         return states
 
+    @property
+    def _row_state_flags(self):
+        """For each of ``state_names``: True when it holds one value per weight row."""
+        return tuple(name in self.row_states for name in self.state_names)
+
     # -- updates -------------------------------------------------------------------------
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and ``state``) in place from ``grad``.
@@ -260,7 +269,8 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        rows = RowSelection(weight, grad, self._check_states(index, state), self.lazy_update)
+        rows = RowSelection(weight, grad, self._check_states(index, state), self.lazy_update,
+                            self._row_state_flags)
         record = self.records.get(index)
         if record is None:
             record = self.records[index] = Record()
@@ -353,7 +363,8 @@ class RowSelection:
     columns when the k-th selected row is row k of every storage).
 
     Making one checks the operands: each a dense or row_sparse nets array of the weight's
-    shape and (float32 or float64) dtype, the storage of the weight and of each state
+    shape (a state flagged in ``row_states``: ``(rows,)``, one value per weight row, seen
+    as ``(rows, 1)``) and (float32 or float64) dtype, the storage of the weight and of each state
     C-contiguous so that the kernels update it in place. A row_sparse weight or state
     lacking a selected row gets it inserted (zero, ``RowSparseNDArray.insert_rows``); a
     row_sparse state that grows is also given every row the weight stores, as MXNet did,
@@ -365,7 +376,7 @@ class RowSelection:
     pass, costing what a dense gradient's does.
     """
 
-    def __init__(self, weight, grad, states, lazy_update):
+    def __init__(self, weight, grad, states, lazy_update, row_states=()):
         w = _storage(weight, "weight")
         self.dtype = dtype = w.dtype
         if dtype not in FLOAT_DTYPES:
@@ -389,7 +400,8 @@ class RowSelection:
             if a is None:  # an empty placeholder, never read
                 view, line = self.weight[:0], None
             else:
-                view, line = _selected(a, _storage(a, f"state {i}", shape, dtype), ids, n, fill)
+                want = shape[:1] if i < len(row_states) and row_states[i] else shape
+                view, line = _selected(a, _storage(a, f"state {i}", want, dtype), ids, n, fill)
             views.append(view)
             lines.append(line)
             given.append(a is not None)

@@ -23,9 +23,8 @@ def _ref_order(x, axis, ascend):
     a = x.reshape(-1) if flat else np.moveaxis(x, axis, -1)
     out = np.empty(a.shape, np.int64)
     for idx in np.ndindex(a.shape[:-1]):
-        row = a[idx]
-        key = (lambda i: (row[i], i)) if ascend else (lambda i: (-float(row[i]), i))
-        out[idx] = sorted(range(len(row)), key=key)
+        row = [float(v) if ascend else -float(v) for v in a[idx]]
+        out[idx] = sorted(range(len(row)), key=lambda i, row=row: (row[i], i))
     return out if flat else np.moveaxis(out, -1, axis)
 
 

@@ -1,13 +1,14 @@
 """The operator registry's own behaviour: storage logging, the fallback warning's content,
 the declarations every operator makes, and vjps calling operators the ordinary way."""
 import logging
+import warnings
 
 import numpy as np
 import pytest
 
 import nets
 from nets import autograd, nd, sym
-from nets.base import ShapeError
+from nets.base import DenseResultWarning, ShapeError
 from nets.ops import registry
 
 
@@ -114,3 +115,25 @@ def test_an_operator_without_a_shape_rule_is_named_by_infer_shape(toy_op):
     op.shape(registry.same_shape)
     assert out.infer_shape()[1] == [(3, 4)]
     assert out.infer_type()[1] == [np.float32]
+
+
+def test_dense_result_of_a_sparse_input_warns_once_in_forward_not_in_backward():
+    x = nd.sparse.csr_matrix(np.array([[0, 1.0], [2, 0]], dtype=np.float32))
+    row = nd.array([[1.0, 2.0]])
+    for make in [lambda: x + 1, lambda: nd.exp(x), lambda: nd.broadcast_add(x, row),
+                 lambda: row / x, lambda: x == 0]:
+        with pytest.warns(DenseResultWarning, match=r"dense .* csr input of shape \(2, 2\)"):
+            assert make().stype == "default"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DenseResultWarning)
+        # zero-preserving results stay sparse, conversions are asked for, a dense operand
+        # of the full size is no densification, a dot's result has another shape
+        assert (x * 2).stype == (x * row).stype == (x / nd.array([[1.0], [2.0]])).stype == "csr"
+        x.tostype("default")
+        (x + nd.ones((2, 2))), nd.dot(x, nd.ones((2, 3))), nd.sum(x)
+        r = nd.sparse.row_sparse_array(np.array([[0, 1.0], [0, 0]], dtype=np.float32))
+        r.attach_grad(stype="row_sparse")
+        with pytest.warns(DenseResultWarning):
+            with autograd.record():
+                y = nd.exp(r)  # warned here, in the forward pass ...
+        y.backward()  # ... and not again by the gradient computation

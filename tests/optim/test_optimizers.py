@@ -57,6 +57,12 @@ def ref_adagrad(w, g, s, lr, wd, t, c, hp):
     return w - lr * (x / np.sqrt(h + 1e-7) + wd * w), [h]
 
 
+def ref_rowwise_adagrad(w, g, s, lr, wd, t, c, hp):
+    x = _clip(RESCALE * g, c) + wd * w
+    h = s[0] + np.mean(x * x)  # one accumulator for the row
+    return w - lr * x / (np.sqrt(h) + 1e-7), [h]
+
+
 def ref_rmsprop(w, g, s, lr, wd, t, c, hp):
     x = _clip(RESCALE * g + wd * w, c)
     n = 0.1 * x * x + 0.9 * s[0]
@@ -75,22 +81,25 @@ def ref_ftrl(w, g, s, lr, wd, t, c, hp):
     return w, [z, n]
 
 
-# name, hyper-parameters, reference rule, kind of each state ('sq' ones stay >= 0)
+# name, hyper-parameters, reference rule, kind of each state ('sq' ones stay >= 0; 'row': one
+# value per row, >= 0)
 CASES = [
     ("sgd", {}, ref_sgd, []),
     ("sgd", {"momentum": 0.9}, ref_sgd, ["lin"]),
     ("adam", {}, ref_adam, ["lin", "sq"]),
     ("adamw", {}, ref_adamw, ["lin", "sq"]),
     ("adagrad", {}, ref_adagrad, ["sq"]),
+    ("rowwise_adagrad", {}, ref_rowwise_adagrad, ["row"]),
     ("ftrl", {}, ref_ftrl, ["lin", "sq"]),
     ("rmsprop", {}, ref_rmsprop, ["sq"]),
     ("rmsprop", {"centered": True}, ref_rmsprop, ["sq", "lin", "lin"]),
 ]
-CASE_IDS = ["sgd", "sgd_mom", "adam", "adamw", "adagrad", "ftrl", "rmsprop", "rmsprop_c"]
+CASE_IDS = ["sgd", "sgd_mom", "adam", "adamw", "adagrad", "rowwise_adagrad", "ftrl", "rmsprop",
+            "rmsprop_c"]
 
 
 def _values(rng, kind, shape):
-    return rng.uniform(0.5, 1.0, shape) if kind == "sq" else rng.uniform(-0.1, 0.1, shape)
+    return rng.uniform(0.5, 1.0, shape) if kind in ("sq", "row") else rng.uniform(-0.1, 0.1, shape)
 
 
 def _setup(case, weight_stype, lazy, dtype, wd=0.0, clip=None, **extra):
@@ -109,12 +118,14 @@ def _setup(case, weight_stype, lazy, dtype, wd=0.0, clip=None, **extra):
     states = [] if state is None else list(state) if isinstance(state, tuple) else [state]
     s0 = []
     for s, kind in zip(states, kinds):
-        values = np.zeros((N, COLS))
-        values[STATE_ROWS] = _values(rng, kind, (len(STATE_ROWS), COLS))
+        cols = () if kind == "row" else (COLS,)
+        assert s.shape == (N,) + cols
+        values = np.zeros((N,) + cols)
+        values[STATE_ROWS] = _values(rng, kind, (len(STATE_ROWS),) + cols)
         s0.append(values)
         if s.stype == "row_sparse":
             s[:] = nd.sparse.row_sparse_array((values[STATE_ROWS].astype(dtype), STATE_ROWS),
-                                              shape=(N, COLS))
+                                              shape=(N,) + cols)
         else:
             s[:] = values.astype(dtype)
     grads = []
@@ -276,3 +287,30 @@ def test_dense_gradient_any_rank(shape, contiguous):
         mom = 0.5 * mom - 0.5 * g
         expected = expected + mom
         assert_almost_equal(weight.asnumpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_rowwise_adagrad_keeps_one_value_per_row_and_trains_an_embedding():
+    """Through a Trainer: an ``Embedding(sparse_grad=True)`` table updated by
+    'rowwise_adagrad' keeps a (rows,) state and touches only the looked-up rows."""
+    from nets import autograd, layers
+    emb = layers.Embedding(10, 4, sparse_grad=True)
+    emb.initialize(nets.init.Uniform(0.1))
+    trainer = nets.Trainer(emb.collect_params(), "rowwise_adagrad", {"learning_rate": 0.5})
+    before = emb.weight.data().asnumpy()
+    ids = nd.array([1, 7, 7])
+    with autograd.record():
+        loss = (emb(ids) ** 2).sum()
+    loss.backward()
+    trainer.step(1)
+    after = emb.weight.data().asnumpy()
+    (state,) = trainer._states
+    assert state.shape == (10,)
+    changed = np.flatnonzero(np.any(after != before, axis=1))
+    assert changed.tolist() == [1, 7]
+    # plain numpy: g = 2 w per lookup (row 7 twice), history = mean(g^2), w -= lr g / sqrt(h)
+    g = 2 * before[[1, 7]] * np.array([[1], [2]])
+    h = np.mean(g * g, axis=1, keepdims=True)
+    assert_almost_equal(after[[1, 7]], before[[1, 7]] - 0.5 * g / (np.sqrt(h) + 1e-7),
+                        rtol=1e-5, atol=1e-6)
+    assert_almost_equal(state.asnumpy()[[1, 7]], h[:, 0], rtol=1e-5)
+    assert not state.asnumpy()[[0, 2, 3, 4, 5, 6, 8, 9]].any()

@@ -104,3 +104,28 @@ def test_a_file_that_does_not_match_raises(tmp_path):
     _rewrite_config(path, lambda c: c["records"]["w"].update(state=["array"], step="many"))
     with pytest.raises(nets.NetsError, match="do not match their layout"):
         load_states(path, create("adam"), ["w"])
+
+
+@pytest.mark.parametrize("weight_stype", ["default", "row_sparse"])
+def test_rowwise_adagrad_state_round_trips_and_continues(tmp_path, weight_stype):
+    """Row-wise AdaGrad's (rows,) accumulator keeps its storage type and values through
+    save/load, and the resumed optimizer continues exactly as the one that was not saved."""
+    w0 = np.random.default_rng(1).uniform(-1, 1, (N, COLS))
+    weights = [nd.array(w0, dtype=w0.dtype).tostype(weight_stype) for _ in range(2)]
+    opts = [create("rowwise_adagrad", learning_rate=LR, wd=WD) for _ in range(2)]
+    states = [o.create_state(0, w) for o, w in zip(opts, weights)]
+    assert states[0].shape == (N,) and states[0].stype == weight_stype
+    for rows, value in STEPS[:3]:
+        for o, w, s in zip(opts, weights, states):
+            o.update(0, w, _grad(rows, value), s)
+    path = str(tmp_path / "rowwise.npz")
+    save_states(path, opts[1], ["w"], [states[1]])
+    resumed = create("rowwise_adagrad", learning_rate=LR, wd=WD)
+    (loaded,) = load_states(path, resumed, ["w"])
+    assert loaded.stype == states[1].stype and np.array_equal(loaded.asnumpy(),
+                                                               states[1].asnumpy())
+    for rows, value in STEPS[3:]:
+        opts[0].update(0, weights[0], _grad(rows, value), states[0])
+        resumed.update(0, weights[1], _grad(rows, value), loaded)
+    assert np.array_equal(weights[0].asnumpy(), weights[1].asnumpy())
+    assert np.array_equal(states[0].asnumpy(), loaded.asnumpy())
