@@ -350,25 +350,13 @@ class Op:
 
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
+        # (the warnings below name the caller's line by a fixed stacklevel: float16 is
+        # handled by helpers called here, not by a wrapper frame around this one)
+        half = None
         for x in inputs:
             if x is not None and x.dtype == _HALF:
-                return self._compute_half(inputs, attrs)
-        return self._compute(inputs, attrs)
-
-    def _compute_half(self, inputs, attrs):
-        """``compute`` for inputs holding float16: computed in float32 (see the module doc)."""
-        dtypes = [None if x is None else x.dtype for x in inputs]
-        if any(d is not None and d.kind == "f" and d != _HALF
-               for i, d in enumerate(dtypes) if i not in self.index_inputs):
-            return self._compute(inputs, attrs)  # mixed float values: the op decides
-        wide = tuple(x.astype(_SINGLE) if d == _HALF else x for x, d in zip(inputs, dtypes))
-        outputs = self._compute(wide, attrs)
-        want = self.infer_dtype(dtypes, attrs)
-        wants = want if isinstance(want, tuple) else (want,) * len(outputs)
-        return tuple(o.astype(_HALF) if w == _HALF and o.dtype == _SINGLE else o
-                     for o, w in zip(outputs, wants))
-
-    def _compute(self, inputs, attrs):
+                half, inputs = self._widen_half(inputs)
+                break
         stypes = tuple([None if x is None else x.stype for x in inputs])
         out_stypes = "default" if self._infer_fn is None else self._infer_fn(*stypes, **attrs)
         if out_stypes.__class__ is str:
@@ -395,7 +383,26 @@ class Op:
             _check_dense_result(self.name, inputs, outputs)
         if _VERBOSE:
             log_storage(self.name, stypes, tuple(o.stype for o in outputs))
-        return outputs
+        return outputs if half is None else self._narrow_half(half, outputs, attrs)
+
+    def _widen_half(self, inputs):
+        """``(dtypes, inputs)`` for inputs holding float16, which compute in float32 (see
+        the module doc): the inputs' dtypes and the inputs with float16 cast to float32;
+        ``(None, inputs)`` when value inputs mix float dtypes (the op decides)."""
+        dtypes = [None if x is None else x.dtype for x in inputs]
+        if any(d is not None and d.kind == "f" and d != _HALF
+               for i, d in enumerate(dtypes) if i not in self.index_inputs):
+            return None, inputs
+        return dtypes, tuple(x.astype(_SINGLE) if d == _HALF else x
+                             for x, d in zip(inputs, dtypes))
+
+    def _narrow_half(self, dtypes, outputs, attrs):
+        """The float32 ``outputs`` cast back to float16 where the dtype rule gives float16
+        for the inputs' original ``dtypes``."""
+        want = self.infer_dtype(dtypes, attrs)
+        wants = want if isinstance(want, tuple) else (want,) * len(outputs)
+        return tuple(o.astype(_HALF) if w == _HALF and o.dtype == _SINGLE else o
+                     for o, w in zip(outputs, wants))
 
     def _fallback(self, inputs, stypes):
         dense = tuple(x if x is None or x.stype == "default" else NDArray(x.asnumpy(), x.context)

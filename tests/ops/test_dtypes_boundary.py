@@ -312,3 +312,12 @@ def test_float16_outputs_follow_each_outputs_dtype_rule():
     np.testing.assert_array_equal(values.asnumpy(), [[3, 2], [4, 3]])
     np.testing.assert_array_equal(indices.asnumpy(), [[0, 2], [1, 2]])
     assert nd.argmax(nd.array(a, dtype=a.dtype), axis=1).dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_fallback_warnings_name_the_callers_line_for_float16_too(dtype):
+    x = nd.sparse.csr_matrix(rand((4, 3), 0.5)).astype(dtype)
+    with pytest.warns(nets.StorageFallbackWarning, match="argmax") as caught:
+        y = nd.argmax(x, axis=1)
+    assert caught[0].filename == __file__
+    np.testing.assert_array_equal(y.asnumpy(), np.argmax(x.asnumpy(), axis=1))
