@@ -9,10 +9,11 @@ Workloads (data: ``benchmarks/workloads.py``; README.md has the details and resu
       read by ``LibSVMIter``; Dense / FullyConnectedSparse (dense gradient) / row_sparse
       gradient, against nn.Linear on the densified batch / torch.sparse.mm / EmbeddingBag.
 - W2  click-through: FullyConnectedSparse(1M, 64) + ReLU + Dense(1), lazy Adam, batch 512,
-      against EmbeddingBag + SparseAdam; and the dense-gradient variant of each.
+      against EmbeddingBag + SparseAdam; and the dense-gradient variant of each; lazy AdaGrad
+      and row-wise AdaGrad against EmbeddingBag + Adagrad.
 - W3  matrix factorization: two Embedding(sparse_grad=True), dot-product model, L2 loss,
-      batch 1024, SGD and lazy Adam; against nn.Embedding(sparse=True) + SGD / SparseAdam
-      and dense Adam.
+      batch 1024, SGD, lazy Adam, lazy AdaGrad and row-wise AdaGrad; against
+      nn.Embedding(sparse=True) + SGD / SparseAdam / Adagrad and dense Adam.
 - W4  LibSVM parsing of the W2 file: load_libsvm and LibSVMIter against scikit-learn's
       load_svmlight_file and a raw read(), in MB/s.
 - W5  kernels: csr . dense and csr.T . dense -> row_sparse on W2 batches, a lazy Adam row
@@ -67,6 +68,9 @@ VARIANTS = [
     ("W2", "torch-sparse-1t", "torch", "EmbeddingBag(sparse) + SparseAdam, 1 thread",
      "samples/s", None),
     ("W2", "torch-dense", "torch", "EmbeddingBag + Adam", "samples/s", 4),
+    ("W2", "nets-adagrad", "nets", "row_sparse grad + lazy AdaGrad", "samples/s", None),
+    ("W2", "nets-rowwise", "nets", "row_sparse grad + lazy row-wise AdaGrad", "samples/s", None),
+    ("W2", "torch-adagrad", "torch", "EmbeddingBag(sparse) + Adagrad", "samples/s", None),
     ("W3", "nets-sgd", "nets", "Embedding(sparse_grad) + SGD", "samples/s", None),
     ("W3", "nets-adam", "nets", "Embedding(sparse_grad) + lazy Adam", "samples/s", None),
     ("W3", "torch-sgd", "torch", "Embedding(sparse) + SGD", "samples/s", None),
@@ -75,6 +79,10 @@ VARIANTS = [
     ("W3", "torch-adam-1t", "torch", "Embedding(sparse) + SparseAdam, 1 thread", "samples/s",
      None),
     ("W3", "torch-dense-adam", "torch", "Embedding + Adam (dense)", "samples/s", 20),
+    ("W3", "nets-adagrad", "nets", "Embedding(sparse_grad) + lazy AdaGrad", "samples/s", None),
+    ("W3", "nets-rowwise", "nets", "Embedding(sparse_grad) + lazy row-wise AdaGrad",
+     "samples/s", None),
+    ("W3", "torch-adagrad", "torch", "Embedding(sparse) + Adagrad", "samples/s", None),
     ("W4", "nets-load", "nets", "load_libsvm", "MB/s", None),
     ("W4", "nets-iter", "nets", "LibSVMIter(batch 512) full pass", "MB/s", None),
     ("W4", "sklearn", "sklearn", "sklearn load_svmlight_file", "MB/s", None),
@@ -180,6 +188,10 @@ def nets_w1(args, key):
     return rep
 
 
+# the optimizer of a nets variant, when not Adam (W2) / lazy Adam (W3)
+NETS_OPTIMIZERS = {"nets-adagrad": "adagrad", "nets-rowwise": "rowwise_adagrad"}
+
+
 def nets_w2(args, key):
     import nets
     from nets import layers
@@ -189,10 +201,11 @@ def nets_w2(args, key):
     net = layers.HybridSequential()
     net.add(layers.FullyConnectedSparse(
         wl.W2["features"], wl.W2["units"],
-        weight_grad_stype="row_sparse" if key == "nets-rsp" else "default"),
+        weight_grad_stype="default" if key == "nets-dense" else "row_sparse"),
         layers.Activation("relu"), layers.Dense(1, in_units=wl.W2["units"]))
     net.initialize()
-    trainer = nets.Trainer(net.collect_params(), "adam",
+    optimizer = NETS_OPTIMIZERS.get(key, "adam")
+    trainer = nets.Trainer(net.collect_params(), optimizer,
                            {"learning_rate": wl.W2["lr"], "lazy_update": True})
     step = _nets_train_step(args, net, nets.loss.SigmoidBinaryCrossEntropyLoss(), trainer,
                             wl.W2["batch"])
@@ -226,7 +239,7 @@ def nets_w3(args, key):
     net = MF()
     net.initialize()
     opt = ("sgd", {"learning_rate": wl.W3["sgd_lr"]}) if key == "nets-sgd" else \
-        ("adam", {"learning_rate": wl.W3["adam_lr"], "lazy_update": True})
+        (NETS_OPTIMIZERS.get(key, "adam"), {"learning_rate": wl.W3["adam_lr"], "lazy_update": True})
     step = _nets_train_step(args, net, nets.loss.L2Loss(),
                             nets.Trainer(net.collect_params(), *opt), wl.W3["batch"])
     users, items, ratings = arrays["user"], arrays["item"], arrays["rating"]
@@ -427,15 +440,17 @@ def torch_w2(args, key):
     torch = _torch(key)
     nn = torch.nn
     arrays = wl.w2_arrays(args.data_dir, args.quick)
-    sparse = key.startswith("torch-sparse")
+    sparse = key != "torch-dense"
     bag = nn.EmbeddingBag(wl.W2["features"], wl.W2["units"], mode="sum", sparse=sparse)
     _uniform_(torch, bag.weight)
     bias = nn.Parameter(torch.zeros(wl.W2["units"]))
     out = nn.Linear(wl.W2["units"], 1)
     rest = [bias] + list(out.parameters())
     lr = wl.W2["lr"]
-    opts = ([torch.optim.SparseAdam(list(bag.parameters()), lr=lr), torch.optim.Adam(rest, lr=lr)]
-            if sparse else [torch.optim.Adam(list(bag.parameters()) + rest, lr=lr)])
+    opts = ([torch.optim.Adagrad(list(bag.parameters()) + rest, lr=lr)] if key == "torch-adagrad"
+            else [torch.optim.SparseAdam(list(bag.parameters()), lr=lr),
+                  torch.optim.Adam(rest, lr=lr)] if sparse
+            else [torch.optim.Adam(list(bag.parameters()) + rest, lr=lr)])
     loss_fn = nn.BCEWithLogitsLoss()
     labels = torch.from_numpy(arrays["label"])
     spans = wl.batches(arrays, wl.W2["batch"])
@@ -466,6 +481,7 @@ def torch_w3(args, key):
     _uniform_(torch, user.weight, item.weight)
     params = [user.weight, item.weight]
     opt = (torch.optim.SGD(params, lr=wl.W3["sgd_lr"]) if key.startswith("torch-sgd") else
+           torch.optim.Adagrad(params, lr=wl.W3["adam_lr"]) if key == "torch-adagrad" else
            torch.optim.SparseAdam(params, lr=wl.W3["adam_lr"]) if sparse else
            torch.optim.Adam(params, lr=wl.W3["adam_lr"]))
     users, items = torch.from_numpy(arrays["user"]), torch.from_numpy(arrays["item"])
@@ -650,6 +666,12 @@ def goals(res):
         _ratio(res, "W3", "nets-sgd", "torch-sgd", 1.5, "W3 SGD: nets / torch"),
         _ratio(res, "W3", "nets-adam", "torch-adam", 1.5, "W3 Adam: nets / SparseAdam"),
         _ratio(res, "W3", "nets-adam", "torch-dense-adam", None, "W3: nets lazy / dense Adam"),
+        _ratio(res, "W2", "nets-adagrad", "torch-adagrad", None, "W2 AdaGrad: nets / torch"),
+        _ratio(res, "W2", "nets-rowwise", "torch-adagrad", None,
+               "W2 row-wise AdaGrad: nets / torch Adagrad"),
+        _ratio(res, "W3", "nets-adagrad", "torch-adagrad", None, "W3 AdaGrad: nets / torch"),
+        _ratio(res, "W3", "nets-rowwise", "torch-adagrad", None,
+               "W3 row-wise AdaGrad: nets / torch Adagrad"),
         _ratio(res, "W4", "nets-load", "sklearn", 10.0, "W4: load_libsvm / sklearn"),
         _ratio(res, "W0", "nets", "torch", None, "W0: torch us / nets us",
                lower_is_better=True),

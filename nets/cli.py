@@ -299,7 +299,7 @@ def _predict(args):
 
 def _check_file(path, what):
     from . import NetsError
-    if not os.path.isfile(path):
+    if not os.path.exists(path) or os.path.isdir(path):  # a FIFO or <(zcat f) is fine
         raise NetsError(f"{what}: no such file: {path}")
 
 

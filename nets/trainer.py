@@ -257,5 +257,6 @@ class Trainer:
             self._init_store_values()
             self._kvstore.load_optimizer_states(fname)
             return
-        self._states = load_states(fname, self._optimizer, [p.name for p in self._params])
+        self._states = load_states(fname, self._optimizer, [p.name for p in self._params],
+                                   [p.data() for p in self._params])
         self._created = [s is not None for s in self._states]  # None: made at the next step

@@ -165,11 +165,13 @@ def _missing_array(entries):
     h = _header(entries)
     h["config"]["keys"] = None
     del h["arrays"]["a1"]
+    for part in ("data", "indices", "indptr"):
+        del entries[f"a1::{part}"]
     _set_header(entries, h)
 
 
 @pytest.mark.parametrize("change, match", [
-    (_object_array, "Object arrays cannot be loaded|not a readable"),
+    (_object_array, "array 'a0' is malformed.*dtype object"),
     (_declare_dtype, "array 'a0' is malformed.*float32.*declared 'float64'"),
     (_bad_index, "array 'a1' is malformed.*out of range"),
     (_int32_indptr, "array 'a1' is malformed.*indptr dtype int32"),

@@ -9,7 +9,9 @@ densified it, or refused to shuffle or pad it).
 """
 import os
 import queue
+import tempfile
 import threading
+import weakref
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..random import generator
-from .libsvm import _path, _Spec, block_arrays, line_ranges, read_blocks
+from .libsvm import TextReader, _path, _Spec, block_arrays, line_ranges, read_blocks
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter", "ResizeIter",
            "PrefetchingIter"]
@@ -224,41 +226,76 @@ def _width(shape, name):
 
 
 def libsvm_files(source, name):
-    """The files a LibSVMIter reads for ``source``: a path, a directory (its regular,
-    non-empty, non-hidden files, sorted by name), a list of those, or MXNet's
-    ``'a;b'`` list of paths. Empty files are skipped, as MXNet's reader does."""
+    """The files a LibSVMIter reads for ``source``: a path (a regular file, or a stream such
+    as a FIFO or ``/dev/stdin``), a directory (its regular, non-hidden files, sorted by
+    name), a list of those, or MXNet's ``'a;b'`` list of paths."""
     if isinstance(source, (list, tuple)):
-        found = [f for s in source for f in libsvm_files(s, name)]
-    else:
-        path = _path(source, name)
-        if os.path.isdir(path):
-            found = [os.path.join(path, f) for f in sorted(os.listdir(path))
-                     if not f.startswith(".") and os.path.isfile(os.path.join(path, f))]
-        elif not os.path.exists(path) and ";" in path:
-            found = [f for s in path.split(";") if s for f in libsvm_files(s, name)]
-        elif not os.path.isfile(path):
-            raise NetsError(f"{name}={path!r}: no such file or directory")
-        else:
-            found = [path]
-        found = [f for f in found if os.path.getsize(f) > 0]
-    if not found:
-        raise NetsError(f"{name}={source!r}: no non-empty file to read")
-    return found
+        return [f for s in source for f in libsvm_files(s, name)]
+    path = _path(source, name)
+    if os.path.isdir(path):
+        return [os.path.join(path, f) for f in sorted(os.listdir(path))
+                if not f.startswith(".") and os.path.isfile(os.path.join(path, f))]
+    if not os.path.exists(path) and ";" in path:
+        return [f for s in path.split(";") if s for f in libsvm_files(s, name)]
+    if not os.path.exists(path):
+        raise NetsError(f"{name}={path!r}: no such file or directory")
+    return [path]
 
 
-def _part_blocks(paths, num_parts, part_index, block):
-    """``[(path, (lo, hi)), ...]``: the byte ranges of whole lines of part ``part_index``
-    when the files, end to end, are cut into ``num_parts`` equal byte ranges."""
-    sizes = [os.path.getsize(p) for p in paths]
+SPOOL_BYTES = 16 << 20  # a stream is copied into its temporary file in pieces of this size
+
+
+def _readable(paths, source, name, spools):
+    """``[(path, file to read)]`` for the non-empty ones of ``paths`` (empty files are
+    skipped, as MXNet's reader does). A regular uncompressed file is read in place; a
+    stream or a compressed file is first copied (decompressed) into a temporary file,
+    appended to ``spools``."""
+    out, streams = [], False
+    for path in paths:
+        with TextReader(path) as text:
+            if text.regular and text.compression is None:
+                out.append((path, path))
+                continue
+            streams |= not text.regular
+            fd, tmp = tempfile.mkstemp(prefix="nets-libsvm-", suffix=".txt")
+            spools.append(tmp)
+            with os.fdopen(fd, "wb") as f:
+                buf = np.empty(SPOOL_BYTES, np.uint8)
+                while True:
+                    n = text.readinto(buf)
+                    if not n:
+                        break
+                    f.write(buf[:n])
+            out.append((path, tmp))
+    out = [(path, read) for path, read in out if os.path.getsize(read) > 0]
+    if not out:
+        raise NetsError(f"{name}={source!r}: no non-empty file to read"
+                        + (" (a pipe or FIFO can be read only once)" if streams else ""))
+    return out
+
+
+def _remove_files(paths):
+    for path in paths:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _part_blocks(files, num_parts, part_index, block):
+    """``[(path, file to read, (lo, hi)), ...]``: the byte ranges of whole lines of part
+    ``part_index`` when the ``files`` (``_readable``'s), end to end, are cut into
+    ``num_parts`` equal byte ranges."""
+    sizes = [os.path.getsize(read) for _, read in files]
     total = sum(sizes)
     begin, end = part_index * total // num_parts, (part_index + 1) * total // num_parts
     out, offset = [], 0
-    for path, size in zip(paths, sizes):
+    for (path, read), size in zip(files, sizes):
         lo, hi = min(max(begin - offset, 0), size), min(max(end - offset, 0), size)
         if hi > lo:
             try:
-                with open(path, "rb") as f:
-                    out += [(path, r) for r in line_ranges(f, size, lo, hi, block)]
+                with open(read, "rb") as f:
+                    out += [(path, read, r) for r in line_ranges(f, size, lo, hi, block)]
             except OSError as e:
                 raise NetsError(f"{path}: cannot read ({e.strerror})") from None
         offset += size
@@ -267,8 +304,8 @@ def _part_blocks(paths, num_parts, part_index, block):
 
 def _read(blocks, spec, order):
     for k in range(len(blocks)) if order is None else order:
-        path, rng = blocks[k]
-        yield from read_blocks(path, spec, [rng])
+        path, read, rng = blocks[k]
+        yield from read_blocks(read, spec, [rng], name=path)
 
 
 class _RowStream:
@@ -352,8 +389,11 @@ class LibSVMIter(DataIter):
         if label_libsvm is not None:
             self._sources.append((label_libsvm, _Spec(n_labels, zero_based, "float32"),
                                   n_labels))
-        self._blocks = [_part_blocks(libsvm_files(src, name), num_parts, part_index,
-                                     self._chunk)
+        self._spools = []  # temporary copies of streams and compressed files
+        weakref.finalize(self, _remove_files, self._spools)
+        self._blocks = [_part_blocks(_readable(libsvm_files(src, name), src, name,
+                                               self._spools),
+                                     num_parts, part_index, self._chunk)
                         for (src, _, _), name in zip(self._sources, ("data_libsvm",
                                                                       "label_libsvm"))]
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]

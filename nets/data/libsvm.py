@@ -1,7 +1,9 @@
 """LibSVM text files: ``load_libsvm``/``save_libsvm``, and the block reader ``LibSVMIter``
 streams with.
 
-A file is read in blocks of whole lines; each block is parsed by a numba kernel over its raw
+A file is read in blocks of whole lines: ``load_libsvm`` reads it front to back (so pipes,
+FIFOs and gzip/bzip2/xz files read as regular files do), ``LibSVMIter`` by byte ranges of
+a regular file (``line_ranges``); each block is parsed by a numba kernel over its raw
 bytes (nets.kernels.libsvm documents the grammar), over line-aligned ranges that the threads
 take in turn (``nets.parallel.parallel_map``: a thread whose core another process holds takes
 fewer ranges instead of holding up the block). The writer formats values in ranges split
@@ -9,8 +11,17 @@ the same way (``parallel_for``). Bad input is never skipped: the kernel reports 
 code and a byte offset, turned here into a ``NetsError`` naming the file, the line number
 and the offending token.
 """
+import bz2
+import contextlib
 import functools
+import gzip
+import hashlib
+import io
+import lzma
 import os
+import stat as stat_mode
+import warnings
+import zlib
 
 import numpy as np
 
@@ -20,6 +31,7 @@ from ..arrays.creation import array, csr_matrix
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..parallel import get_num_threads, parallel_for, parallel_map
+from ..serialization import load_arrays, save_arrays, write_atomically
 
 __all__ = ["load_libsvm", "save_libsvm"]
 
@@ -55,13 +67,15 @@ class _Spec:
 
 class _Block:
     """The rows parsed from one byte range of a file, in kernel form (indices as written
-    minus the spec's shift; float64 labels; qid -1 where absent)."""
+    minus the spec's shift; float64 labels; qid -1 where absent). ``newlines`` counts the
+    range's line ends; ``pend`` is ``(line ends before it in the range, token)`` of the first
+    index equal to the spec's ``pend``, or None."""
 
     def __init__(self, labels, qids, lab_ptr, lab_ids, indptr, indices, data, saw_zero,
-                 pend_pos):
+                 pend, newlines):
         self.labels, self.qids, self.lab_ptr, self.lab_ids = labels, qids, lab_ptr, lab_ids
         self.indptr, self.indices, self.data = indptr, indices, data
-        self.saw_zero, self.pend_pos = saw_zero, pend_pos
+        self.saw_zero, self.pend, self.newlines = saw_zero, pend, newlines
 
     @property
     def rows(self):
@@ -96,20 +110,29 @@ def _message(code, spec):
     return next(text for name, text in _MESSAGES.items() if getattr(k, name) == code)
 
 
-def _error(path, pos, code, spec):
-    """The ``NetsError`` for the kernel's error ``code`` at byte ``pos`` of the file."""
-    line, count = 1, 0
+def _located(buf, pos):
+    """``(line ends in buf before pos, the token at pos)``."""
+    token = bytes(buf[pos:pos + 256])
+    end = next((k for k, c in enumerate(token) if c in b" \t\r\n#"), len(token))
+    return int(np.count_nonzero(buf[:pos] == 10)), token[:end].decode("utf-8", "replace")
+
+
+def _count_lines(path, end):
+    """Line ends in the first ``end`` bytes of the regular file ``path``."""
+    count, pos = 0, 0
     with open(path, "rb") as f:
-        while count < pos:
-            piece = f.read(min(16 << 20, pos - count))
+        while pos < end:
+            piece = f.read(min(16 << 20, end - pos))
             if not piece:
                 break
-            line += piece.count(b"\n")
-            count += len(piece)
-        token = f.read(256)
-    end = next((k for k, c in enumerate(token) if c in b" \t\r\n#"), len(token))
-    token = token[:end].decode("utf-8", "replace")
-    return NetsError(f"{path}, line {line}: {_message(code, spec)}: {token!r}")
+            count += piece.count(b"\n")
+            pos += len(piece)
+    return count
+
+
+def _error(name, line, code, spec, token):
+    """The ``NetsError`` for the kernel's error ``code`` at ``token`` on line ``line``."""
+    return NetsError(f"{name}, line {line}: {_message(code, spec)}: {token!r}")
 
 
 def _parse_part(buf, bounds, args, bases, outs, i):
@@ -117,8 +140,10 @@ def _parse_part(buf, bounds, args, bases, outs, i):
     return kernels.libsvm.parse_part(buf, bounds, i, *args, *bases, *outs)
 
 
-def _parse(buf, spec, path, offset):
-    """Parse the whole lines in ``buf`` (uint8; the file's bytes from ``offset``) -> _Block."""
+def _parse(buf, spec, name, lines_before):
+    """Parse the whole lines in ``buf`` (uint8) of the file ``name`` -> _Block.
+    ``lines_before``: the file's line ends before ``buf`` (an int, or a function giving it:
+    it is needed only to report an error)."""
     k = kernels.libsvm
     if buf.ctypes.data % 8:  # count_range reads 8-byte words (numpy's buffers are aligned)
         buf = buf.copy()
@@ -150,7 +175,9 @@ def _parse(buf, spec, path, offset):
                          np.int64).reshape(-1, 8)
         failed = np.flatnonzero(stats[:, 4])
         if failed.size:  # the first error in file order
-            raise _error(path, offset + stats[failed[0], 5], stats[failed[0], 4], spec)
+            nl, token = _located(buf, stats[failed[0], 5])
+            before = lines_before() if callable(lines_before) else lines_before
+            raise _error(name, before + nl + 1, stats[failed[0], 4], spec, token)
         if stats[:, 3].max() <= cap:
             break
         cap = int(stats[:, 3].max())
@@ -183,7 +210,8 @@ def _parse(buf, spec, path, offset):
                   lab_ids=join(lab_ids, lab_base, nlab) if spec.multilabel else None,
                   indptr=join_ptr(indptr, nnz), indices=join(indices, nnz_base, nnz),
                   data=join(data, nnz_base, nnz), saw_zero=bool(stats[:, 7].any()),
-                  pend_pos=offset + pend.min() if pend.size else -1)
+                  pend=_located(buf, pend.min()) if pend.size else None,
+                  newlines=int(counts[:, 0].sum()))
 
 
 # -- byte ranges of whole lines -------------------------------------------------------------
@@ -217,17 +245,145 @@ def line_ranges(f, size, begin, end, block):
     return [(a, b) for a, b in zip(starts[:-1], starts[1:]) if b > a]
 
 
-def read_blocks(path, spec, ranges, order=None):
-    """Parse the byte ``ranges`` of ``path`` (in ``order``, a permutation, if given):
-    yields ``(lo, hi, _Block)``."""
+def read_blocks(path, spec, ranges, order=None, name=None):
+    """Parse the byte ``ranges`` of the regular file ``path`` (in ``order``, a permutation,
+    if given), naming it ``name`` (default ``path``) in errors: yields ``(lo, hi, _Block)``."""
+    name = path if name is None else name
     with open(path, "rb") as f:
         for k in range(len(ranges)) if order is None else order:
             lo, hi = ranges[k]
             buf = np.empty(hi - lo, np.uint8)
             f.seek(lo)
             if f.readinto(buf) != hi - lo:
-                raise NetsError(f"{path}: the file changed while being read")
-            yield lo, hi, _parse(buf, spec, path, lo)
+                raise NetsError(f"{name}: the file changed while being read")
+            yield lo, hi, _parse(buf, spec, name, functools.partial(_count_lines, path, lo))
+
+
+# -- sequential reading: streams and compressed files ---------------------------------------
+
+class _Prefixed(io.RawIOBase):
+    """The bytes ``head`` already read from the file ``rest``, then the rest of it."""
+
+    def __init__(self, head, rest):
+        super().__init__()
+        self._head, self._rest = head, rest
+
+    def readable(self):
+        return True
+
+    def readinto(self, out):
+        if self._head:
+            n = min(len(out), len(self._head))
+            out[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._rest.readinto(out)
+
+    def close(self):
+        self._rest.close()
+        super().close()
+
+
+# first bytes of the compressed formats read directly, and their readers (each reads
+# concatenated streams, as `cat a.gz b.gz` makes, and raises on a truncated one)
+_COMPRESSED = ((b"\x1f\x8b", "gzip", lambda f: gzip.GzipFile(fileobj=f)),
+               (b"BZh", "bzip2", bz2.BZ2File), (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile))
+_DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
+
+
+class TextReader:
+    """The text of the LibSVM file ``path``, read front to back: a regular file, a pipe, a
+    FIFO, ``/dev/stdin``, a character device; a gzip, bzip2 or xz file (recognised by its
+    first bytes, whatever its name) reads decompressed. ``regular``: ``path`` is a regular
+    file (``st``: its ``os.stat``); ``compression``: None, 'gzip', 'bzip2' or 'xz'.
+
+    Read and decompression errors raise ``NetsError`` naming ``path`` (a truncated
+    compressed file is an error, not a shorter dataset).
+    """
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.st = os.stat(path)
+            if stat_mode.S_ISDIR(self.st.st_mode):
+                raise IsADirectoryError(21, "is a directory")
+            raw = open(path, "rb")
+        except OSError as e:
+            raise NetsError(f"{path}: cannot read ({e.strerror})") from None
+        self.regular, self.compression = stat_mode.S_ISREG(self.st.st_mode), None
+        head = b""
+        try:
+            with self._reading():
+                while len(head) < 6:  # a pipe may hand over fewer bytes than asked
+                    piece = raw.read(6 - len(head))
+                    if not piece:
+                        break
+                    head += piece
+        except NetsError:
+            raw.close()
+            raise
+        self._raw = self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
+        for magic, kind, reader in _COMPRESSED:
+            if head.startswith(magic):
+                self.compression, self._file = kind, reader(self._raw)
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """Turns read and decompression errors into a ``NetsError`` naming the file."""
+        try:
+            yield
+        except _DECOMPRESS_ERRORS as e:
+            what = f"{self.compression} file" if self.compression else "file"
+            raise NetsError(f"{self.path}: cannot read the {what} "
+                            f"({getattr(e, 'strerror', None) or e})") from None
+
+    def readinto(self, out):
+        """Fill the uint8 array ``out``; the number of bytes read (fewer only at the end)."""
+        n, view = 0, memoryview(out)
+        with self._reading():
+            while n < len(out):
+                k = self._file.readinto(view[n:])
+                if not k:
+                    break
+                n += k
+        return n
+
+    def blocks(self, block):
+        """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
+        line longer than that makes its array longer)."""
+        carry = np.zeros(0, np.uint8)
+        while True:
+            buf = np.empty(len(carry) + block, np.uint8)
+            buf[:len(carry)] = carry
+            end = len(carry) + self.readinto(buf[len(carry):])
+            if end < len(buf):  # the end of the text: its last line may lack a '\n'
+                if end:
+                    yield buf[:end]
+                return
+            cut = _last_newline(buf) + 1
+            if cut:
+                yield buf[:cut]
+            carry = buf[cut:]
+
+    def close(self):
+        self._file.close()  # a decompressing reader leaves the file it reads open
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _last_newline(buf):
+    """The position of the last '\n' in ``buf``, or -1."""
+    step = 1 << 16
+    for hi in range(len(buf), 0, -step):
+        k = buf[max(0, hi - step):hi].tobytes().rfind(b"\n")
+        if k >= 0:
+            return max(0, hi - step) + k
+    return -1
 
 
 def block_arrays(block, spec, n_features, n_labels=None):
@@ -263,40 +419,88 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
     (scikit-learn's rule: one-based unless some index is 0). Values equal Python's
     ``float(token)`` cast to ``dtype``; explicit zeros are kept.
 
+    ``path`` may be a regular file or a stream read once front to back: a pipe, a FIFO,
+    ``/dev/stdin``, bash's ``<(zcat f.gz)``. A gzip, bzip2 or xz file (recognised by its
+    first bytes, whatever its name) is read decompressed, as it streams.
+
     Malformed input (a bad token, an index that does not increase along a line, an index
-    ``>= n_features``) raises ``NetsError`` naming the file, the line and the token.
-    ``cache=True`` stores the result in ``path + '.nets.npz'`` (nets' pickle-free format) and
-    reuses it while the file's size and modification time are unchanged. ``progress=True``
-    shows a tqdm bar. Parsing runs on ``nets.get_num_threads()`` threads.
+    ``>= n_features``) raises ``NetsError`` naming the file, the line and the token; so do a
+    truncated or corrupt compressed file and a read error.
+
+    ``cache=True`` stores the result in ``path + '.nets.npz'`` (nets' pickle-free format,
+    written atomically) and reuses it only while the file is the same: same size,
+    modification time, status-change time (ctime), inode and device, and the same BLAKE2b
+    hash of its content (the whole file up to 4 MiB; above that, 64 blocks of 64 KiB spread
+    evenly over it, first and last included). Rewriting a file changes its ctime, which
+    ``cp -p``, ``rsync -t`` or ``tar`` cannot set back (they restore the mtime only); the
+    hash also catches a rewrite within the clock's tick. What it trusts: that a change to the
+    file updates its ctime or touches a hashed block. The cache needs a regular file: with a
+    stream (which has no stable identity) ``cache=True`` raises ``NetsError``.
+
+    ``progress=True`` shows a tqdm bar (of bytes; without a total for a stream or a
+    compressed file). Parsing runs on ``nets.get_num_threads()`` threads.
     """
     path = _path(path)
     spec = _Spec(n_features, zero_based, dtype, multilabel)
-    try:
-        stat = os.stat(path)
-    except OSError as e:
-        raise NetsError(f"{path}: cannot read ({e.strerror})") from None
-    key = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "n_features": n_features,
-           "zero_based": zero_based, "dtype": spec.dtype.name, "multilabel": bool(multilabel)}
-    cache_path = path + ".nets.npz"
-    if cache:
-        hit = _read_cache(cache_path, key)
-        if hit is not None:
-            return hit if query_id else hit[:2]
-    with open(path, "rb") as f:
-        ranges = line_ranges(f, stat.st_size, 0, stat.st_size, LOAD_BLOCK)
-    blocks = []
-    with _Progress(progress, stat.st_size, os.path.basename(path)) as bar:
-        for lo, hi, block in read_blocks(path, spec, ranges):
-            blocks.append(block)
-            bar.update(hi - lo)
+    with TextReader(path) as text:
+        if cache and not text.regular:
+            raise NetsError(f"{path}: cache=True needs a regular file, not a pipe, FIFO or "
+                            f"device (a stream has no identity to key a cache on)")
+        key = cache_path = None
+        if cache:
+            key = {"file": {**_identity(text.st), "blake2b": _digest(path, text.st.st_size)},
+                   "n_features": n_features,
+                   "zero_based": zero_based, "dtype": spec.dtype.name,
+                   "multilabel": bool(multilabel)}
+            cache_path = path + ".nets.npz"
+            hit = _read_cache(cache_path, key)
+            if hit is not None:
+                return hit if query_id else hit[:2]
+        plain = text.regular and text.compression is None
+        blocks, lines, read = [], 0, 0
+        with _Progress(progress, text.st.st_size if plain else None,
+                       os.path.basename(path)) as bar:
+            for buf in text.blocks(LOAD_BLOCK):
+                blocks.append(_parse(buf, spec, path, lines))
+                lines += blocks[-1].newlines
+                read += len(buf)
+                bar.update(len(buf))
+    if plain and read != text.st.st_size:
+        raise NetsError(f"{path}: the file changed while being read")
     X, y, qid = _assemble(blocks, spec, path)
-    if cache:
+    if cache and _identity(os.stat(path)) == _identity(text.st):  # unchanged meanwhile
         _write_cache(cache_path, key, X, y, qid)
     return (X, y, qid) if query_id else (X, y)
 
 
+HASH_WHOLE = 4 << 20  # the cache key hashes a file up to this size whole; a larger one in
+HASH_BLOCKS, HASH_BLOCK = 64, 64 << 10  # this many blocks of this size, spread evenly
+
+
+def _identity(st):
+    """The stat fields the cache trusts to tell that a file is unchanged (``st``: its
+    ``os.stat``); see ``_digest`` for its content."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino, "device": st.st_dev}
+
+
+def _digest(path, size):
+    """BLAKE2b of the ``size`` and content of ``path``: all of it up to ``HASH_WHOLE`` bytes,
+    else ``HASH_BLOCKS`` blocks spread evenly from its start to its end."""
+    h = hashlib.blake2b(str(size).encode(), digest_size=16)
+    with open(path, "rb") as f:
+        if size <= HASH_WHOLE:
+            h.update(f.read())
+        else:
+            for k in range(HASH_BLOCKS):
+                f.seek(k * (size - HASH_BLOCK) // (HASH_BLOCKS - 1))
+                h.update(f.read(HASH_BLOCK))
+    return h.hexdigest()
+
+
 def _assemble(blocks, spec, path):
-    """Join the blocks of a whole file; settles 'auto' zero-basing and n_features."""
+    """Join the blocks of a whole file (in file order); settles 'auto' zero-basing and
+    n_features."""
     def cat(name):
         parts = [getattr(b, name) for b in blocks]
         return parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0)])
@@ -309,9 +513,12 @@ def _assemble(blocks, spec, path):
     indices = cat("indices").astype(INDEX_DTYPE, copy=False)
     if spec.zero_based == "auto":
         if any(b.saw_zero for b in blocks):
-            pend = [b.pend_pos for b in blocks if b.pend_pos >= 0]
-            if pend:
-                raise _error(path, min(pend), kernels.libsvm.RANGE, spec)
+            lines = 0
+            for b in blocks:  # the first index == n_features was out of range after all
+                if b.pend is not None:
+                    raise _error(path, lines + b.pend[0] + 1, kernels.libsvm.RANGE, spec,
+                                 b.pend[1])
+                lines += b.newlines
         elif indices.size:
             indices -= 1
     n_features = spec.n_features
@@ -323,14 +530,13 @@ def _assemble(blocks, spec, path):
                    lab_ids=cat("lab_ids").astype(INDEX_DTYPE, copy=False)
                    if spec.multilabel else None,
                    indptr=cat_ptr("indptr", "indices"), indices=indices,
-                   data=cat("data"), saw_zero=False, pend_pos=-1)
+                   data=cat("data"), saw_zero=False, pend=None, newlines=0)
     n_labels = int(block.lab_ids.max()) + 1 if spec.multilabel and block.lab_ids.size else 0
     X, y = block_arrays(block, spec, n_features, n_labels)
     return X, y, NDArray(block.qids)
 
 
 def _read_cache(cache_path, key):
-    from ..serialization import load_arrays
     try:
         arrays, config = load_arrays(cache_path)
         if config.get("source") == key:
@@ -341,12 +547,9 @@ def _read_cache(cache_path, key):
 
 
 def _write_cache(cache_path, key, X, y, qid):
-    import warnings
-
-    from ..serialization import save_arrays
     try:
         save_arrays(cache_path, {"X": X, "y": y, "qid": qid}, config={"source": key})
-    except OSError as e:
+    except (OSError, NetsError) as e:
         warnings.warn(f"load_libsvm: cannot write the cache {cache_path} ({e})", stacklevel=3)
 
 
@@ -385,7 +588,8 @@ def save_libsvm(path, X, y, zero_based=True, query_id=None):
     columns per row are written as a multi-label list ``1,3``. ``query_id`` (one integer
     per row, -1 for none) adds ``qid:`` tokens. Indices are written from 0, or from 1 with
     ``zero_based=False``. Each value is written as the shortest decimal that reads back
-    exactly (``0.1``, not ``0.100000001``).
+    exactly (``0.1``, not ``0.100000001``). The file is written atomically: an error or a
+    killed process leaves a previous file at ``path`` whole.
     """
     path = _path(path)
     if not isinstance(X, CSRNDArray):
@@ -417,27 +621,33 @@ def save_libsvm(path, X, y, zero_based=True, query_id=None):
         if empty.size:
             raise NetsError(f"row {empty[0]} has no label, qid or feature: a LibSVM line "
                             f"cannot be empty (it would be skipped as a blank line)")
-    k = kernels.libsvm
-    with open(path, "wb") as f:
-        step = max(1, SAVE_BLOCK // max(1, X.nnz // max(n, 1)))  # rows per block
-        for a in range(0, n, step):
-            b = min(n, a + step)
-            Xb = X[a:b]
-            vm, ve, vs = _decimals(Xb._data)
-            ptr = Xb._indptr
-            if multilabel:
-                yb = y[a:b]
-                lm = le = ls = np.zeros(0, INDEX_DTYPE)
-                lab_ptr, lab_ids = yb._indptr, yb._indices
-                width = 21 * len(lab_ids)
-            else:
-                lm, le, ls = _decimals(y[a:b])
-                lab_ptr = lab_ids = np.zeros(0, INDEX_DTYPE)
-                width = 0
-            out = np.empty(64 * (Xb.nnz + (b - a)) + width, np.uint8)
-            end = k.write_rows(out, multilabel, lm, le, ls, lab_ptr, lab_ids,
-                               qids[a:b], ptr, Xb._indices, 0 if zero_based else 1, vm, ve, vs)
-            f.write(out[:end])
+    step = max(1, SAVE_BLOCK // max(1, X.nnz // max(n, 1)))  # rows per block
+    write_atomically(path, lambda f: _write_blocks(f, X, y, qids, multilabel, zero_based,
+                                                   step))
+
+
+def _write_blocks(f, X, y, qids, multilabel, zero_based, step):
+    """Write the rows of ``X``/``y``/``qids`` (as ``save_libsvm`` checked them) to the binary
+    file ``f``, ``step`` rows at a time."""
+    n = X.shape[0]
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        Xb = X[a:b]
+        vm, ve, vs = _decimals(Xb._data)
+        if multilabel:
+            yb = y[a:b]
+            lm = le = ls = np.zeros(0, INDEX_DTYPE)
+            lab_ptr, lab_ids = yb._indptr, yb._indices
+            width = 21 * len(lab_ids)
+        else:
+            lm, le, ls = _decimals(y[a:b])
+            lab_ptr = lab_ids = np.zeros(0, INDEX_DTYPE)
+            width = 0
+        out = np.empty(64 * (Xb.nnz + (b - a)) + width, np.uint8)
+        end = kernels.libsvm.write_rows(out, multilabel, lm, le, ls, lab_ptr, lab_ids,
+                                        qids[a:b], Xb._indptr, Xb._indices,
+                                        0 if zero_based else 1, vm, ve, vs)
+        f.write(out[:end])
 
 
 def _decimals(x):

@@ -131,4 +131,4 @@ class LocalKVStore(KVStore):
         self._optimizer_updater("save_optimizer_states").save(fname, list(self._values))
 
     def load_optimizer_states(self, fname):
-        self._optimizer_updater("load_optimizer_states").load(fname, list(self._values))
+        self._optimizer_updater("load_optimizer_states").load(fname, self._values)

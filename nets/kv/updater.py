@@ -39,8 +39,10 @@ class Updater:
         names = self._names(keys, "save_optimizer_states")
         save_states(fname, self.optimizer, names, [self.states.get(k) for k in range(len(names))])
 
-    def load(self, fname, keys):
-        """Read the states of ``keys`` written by ``save`` or ``Trainer.save_states``."""
-        names = self._names(keys, "load_optimizer_states")
-        states = load_states(fname, self.optimizer, names)
+    def load(self, fname, values):
+        """Read the states of the store's ``values`` (``{key: value}``; each state is checked
+        against the one the optimizer makes for the value) written by ``save`` or
+        ``Trainer.save_states``."""
+        names = self._names(list(values), "load_optimizer_states")
+        states = load_states(fname, self.optimizer, names, [values[k] for k in range(len(names))])
         self.states = {k: s for k, s in enumerate(states) if s is not None}

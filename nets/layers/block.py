@@ -13,7 +13,7 @@ from collections import OrderedDict
 from .. import nd as _nd
 from .. import symbol as _symbol
 from ..symbol.checkpoint import save_checkpoint
-from ..base import NetsError, ShapeError
+from ..base import NetsError
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter, ParameterDict
 
@@ -158,7 +158,12 @@ class Block:
         return load_arrays(filename)[1].get("extra")
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
-        """Load parameters saved by ``save_parameters``; shapes must match exactly."""
+        """Load parameters saved by ``save_parameters``. Each stored array must have its
+        parameter's shape exactly (nothing broadcasts; a deferred parameter's unknown
+        dimensions are taken from the file) and a dtype that converts to the parameter's
+        without loss of meaning (``Parameter.set_data``'s rule); otherwise ``NetsError``
+        names the parameter, the file's shape and dtype and the expected ones, before any
+        parameter is changed."""
         arrays, _ = load_arrays(filename)
         params = self._structural_params()
         missing = sorted(set(params) - set(arrays))
@@ -169,15 +174,10 @@ class Block:
         if extra and not ignore_extra:
             raise NetsError(f"{filename}: holds parameters {extra} that this block does not "
                             f"have (pass ignore_extra=True to skip them)")
-        for name, p in params.items():
-            if name not in arrays:
-                continue
-            value = arrays[name]
-            if p.shape is not None and len(p.shape) == len(value.shape) and not all(
-                    d in (0, v) for d, v in zip(p.shape, value.shape)):
-                raise ShapeError(f"{filename}: parameter {name!r} has shape {value.shape} in "
-                                 f"the file but {p.shape} in the block")
-            p.set_data(value)
+        values = {name: p._checked(arrays[name], f"{filename}: parameter {name!r}")
+                  for name, p in params.items() if name in arrays}
+        for name, value in values.items():
+            params[name]._set_checked(value)
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

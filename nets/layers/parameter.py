@@ -15,6 +15,7 @@ from .. import autograd
 from .. import init as init_mod
 from ..base import NetsError, ShapeError, as_dtype, current_context
 from ..arrays.creation import array, zeros_sparse
+from ..serialization import check_stored
 
 __all__ = ["Parameter", "ParameterDict", "DeferredInitializationError"]
 
@@ -219,8 +220,20 @@ class Parameter:
         return [self.row_sparse_data(row_id)]
 
     def set_data(self, data):
-        """Replace the values (the storage type stays ``stype``)."""
-        data = data if hasattr(data, "stype") else array(data, dtype=self.dtype)
+        """Replace the values (the storage type stays ``stype``). ``data`` must have the
+        parameter's shape exactly (nothing broadcasts) and a dtype that converts to its
+        own without loss of meaning (``nets.serialization.check_stored``)."""
+        self._set_checked(self._checked(data, f"Parameter {self.name!r}.set_data"))
+
+    def _checked(self, data, what):
+        """``data`` as an array that ``set_data`` accepts; errors name ``what``."""
+        if not hasattr(data, "stype"):
+            data = np.asarray(data)  # (checked in numpy's dtype for it, then converted)
+        check_stored(what, data, None if self._shape is None else tuple(
+            d if d > 0 else None for d in self._shape), self.dtype)
+        return data if hasattr(data, "stype") else array(data, dtype=self.dtype)
+
+    def _set_checked(self, data):
         if self._data is None:
             self.shape = data.shape
             pending = self._deferred

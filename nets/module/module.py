@@ -22,6 +22,7 @@ from ..kv import DIST_NAMES
 from ..kv.training import push_update, store_for
 from ..arrays.creation import arange
 from ..optim.states import load_states, save_states
+from ..serialization import check_stored
 from ..symbol import Symbol
 from ..symbol.checkpoint import load_checkpoint, save_checkpoint
 from .base_module import BaseModule
@@ -173,13 +174,18 @@ class Module(BaseModule):
             raise NetsError(f"init_params: arg_params has {extra}, which are not parameters "
                             f"of the module (pass allow_extra=True to skip them)")
         specs = self._symbol.attr_dict()
+        given = [n for n in self._param_names if arg_params is not None and n in arg_params]
+        if arg_params is not None and not allow_missing and len(given) < len(self._param_names):
+            missing = [n for n in self._param_names if n not in given]
+            raise NetsError(f"init_params: arg_params has no value for {missing[0]!r} (pass "
+                            f"allow_missing=True to initialize it)")
+        for n in given:  # (all checked before any is written)
+            arr = self._exec.arg_dict[n]
+            check_stored(f"init_params: arg_params[{n!r}]", arg_params[n], arr.shape, arr.dtype)
         for n in self._param_names:
             arr = self._exec.arg_dict[n]
-            if arg_params is not None and n in arg_params:
+            if n in given:
                 arr[:] = arg_params[n]
-            elif arg_params is not None and not allow_missing:
-                raise NetsError(f"init_params: arg_params has no value for {n!r} (pass "
-                                f"allow_missing=True to initialize it)")
             else:
                 init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
                 init_mod.create(init)(n, arr)
@@ -285,7 +291,8 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
             return
-        states = load_states(fname, self._optimizer, self._param_names)
+        states = load_states(fname, self._optimizer, self._param_names,
+                             [self._exec.arg_dict[n] for n in self._param_names])
         self._states = {i: st for i, st in enumerate(states) if st is not None}
 
     # -- per batch ---------------------------------------------------------------------------

@@ -5,14 +5,19 @@ A file holds, for the parameters named ``names`` (parameter ``i`` is the optimiz
 sparse) and its ``Record`` (update count and catch-up decay), plus the optimizer's
 ``num_update``, in nets' ``.npz`` format (no pickle).
 """
+import itertools
+import math
+
 import numpy as np
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
-from ..serialization import load_arrays, save_arrays
+from ..serialization import check_stored, load_arrays, save_arrays
 from .optimizer import Record
 
 __all__ = ["save_states", "load_states"]
+
+_RECORD_KEYS = {"state", "step", "log_decay"}  # a record's entry (``{"state"}``: no count yet)
 
 
 def save_states(fname, optimizer, names, states):
@@ -32,9 +37,19 @@ def save_states(fname, optimizer, names, states):
                                 "num_update": optimizer.num_update})
 
 
-def load_states(fname, optimizer, names):
+def load_states(fname, optimizer, names, weights):
     """The states saved by ``save_states`` for the same ``names`` and optimizer class (a
-    list, one per name); restores ``optimizer``'s records and ``num_update``."""
+    list, one per name), for the parameters' arrays ``weights`` (one per name); restores
+    ``optimizer``'s records and ``num_update``.
+
+    Each stored state must have the layout of the state ``optimizer`` creates for its
+    weight (``create_state_multi_precision``), each array that state's shape and a dtype
+    that converts to its dtype (``check_stored``), and is copied into such a new state (so
+    it has that state's storage type and dtype); a state saved as None (not created yet)
+    stays None. A per-row decay record holds one value per row of the weight. Anything
+    else - a wrong layout, a missing or unnamed array, a count that is not a non-negative
+    integer - raises ``NetsError`` before ``optimizer`` changes.
+    """
     arrays, config = load_arrays(fname)
     if config.get("kind") != "optimizer_states":
         raise NetsError(f"{fname}: not an optimizer-states file")
@@ -44,23 +59,66 @@ def load_states(fname, optimizer, names):
     if config.get("optimizer") != type(optimizer).__name__:
         raise NetsError(f"{fname}: saved for optimizer {config.get('optimizer')}, this one is "
                         f"{type(optimizer).__name__}")
-    states, records = [], {}
-    try:
-        num_update = int(config["num_update"])
-        for i, name in enumerate(names):
-            entry = config["records"][name]
-            count = sum(k.startswith(f"{i}/") and k != f"{i}/stamps" for k in arrays)
-            flat = iter([arrays[f"{i}/{k}"] for k in range(count)])
-            states.append(_rebuild(entry["state"], flat))
-            if "step" in entry:
-                stamps = arrays.get(f"{i}/stamps")
-                records[i] = Record(int(entry["step"]), float(entry["log_decay"]),
-                                    None if stamps is None
-                                    else stamps.asnumpy().astype(np.float64))
-    except (KeyError, StopIteration, TypeError, ValueError) as e:
-        raise NetsError(f"{fname}: optimizer states do not match their layout ({e!r})") from None
+    bad = f"{fname}: optimizer states do not match their layout"
+    saved, num_update = config.get("records"), config.get("num_update")
+    if not (isinstance(saved, dict) and _count(num_update)):
+        raise NetsError(f"{bad} ('records' must be an object and 'num_update' a count)")
+    used, states, records = set(), [], {}
+
+    def take(key):
+        if key not in arrays:
+            raise NetsError(f"{bad} (no array {key!r})")
+        used.add(key)
+        return arrays[key]
+
+    for i, (name, weight) in enumerate(zip(names, weights)):
+        entry = saved.get(name)
+        if not (isinstance(entry, dict) and set(entry) in ({"state"}, _RECORD_KEYS)):
+            raise NetsError(f"{bad} (parameter {name!r}: {entry!r:.80})")
+        keys = (f"{i}/{k}" for k in itertools.count())  # the state's arrays, in order
+        states.append(None if entry["state"] is None else _restore(
+            entry["state"], optimizer.create_state_multi_precision(i, weight),
+            lambda keys=keys: take(next(keys)), f"{fname}: state of {name!r}", bad))
+        if "step" in entry:
+            step, log_decay = entry["step"], entry["log_decay"]
+            if not (_count(step) and type(log_decay) is float and math.isfinite(log_decay)):
+                raise NetsError(f"{bad} (parameter {name!r}: step {step!r:.40}, log_decay "
+                                f"{log_decay!r:.40})")
+            stamps = None
+            if f"{i}/stamps" in arrays:
+                stamps = take(f"{i}/stamps")
+                check_stored(f"{fname}: decay record of {name!r}", stamps,
+                             (weight.shape[0] if weight.shape else 1,), np.float64)
+                stamps = stamps.asnumpy().astype(np.float64)
+            records[i] = Record(step, float(log_decay), stamps)
+    unused = sorted(set(arrays) - used)
+    if unused:
+        raise NetsError(f"{bad} (arrays {unused[:5]} belong to no state)")
     optimizer.records, optimizer.num_update = records, num_update
     return states
+
+
+def _count(value):
+    """Whether ``value`` (from JSON) is a count: a non-negative int, not a bool."""
+    return type(value) is int and value >= 0
+
+
+def _restore(layout, template, take, what, bad):
+    """The state ``layout`` describes (``_structure``'s description), its arrays from
+    ``take()`` in order, copied into ``template`` (a new state of the same optimizer)."""
+    if template is None and layout is None:
+        return None
+    if isinstance(template, NDArray) and layout == "array":
+        value = take()
+        check_stored(what, value, template.shape, template.dtype)
+        template[:] = value
+        return template
+    if isinstance(template, (tuple, list)) and isinstance(layout, list) and len(
+            layout) == len(template):
+        return tuple([_restore(sub, t, take, f"{what}[{k}]", bad)
+                      for k, (sub, t) in enumerate(zip(layout, template))])
+    raise NetsError(f"{bad} ({what}: {layout!r:.80} where the optimizer keeps "
+                    f"{_structure(template, [])!r:.80})")
 
 
 def _structure(state, flat):
@@ -72,15 +130,3 @@ def _structure(state, flat):
         flat.append(state)
         return "array"
     return [_structure(s, flat) for s in state]
-
-
-def _rebuild(layout, flat):
-    """Inverse of ``_structure``: the state from its description and an iterator of arrays."""
-    if layout is None:
-        return None
-    if layout == "array":
-        return next(flat)
-    if not isinstance(layout, list):
-        raise TypeError(f"state layout {layout!r}")
-    # (a list, not a generator, so that a missing array's StopIteration reaches load_states)
-    return tuple([_rebuild(sub, flat) for sub in layout])

@@ -72,7 +72,14 @@ class Program:
             inputs = tuple([None if i < 0 else vals[i] for i in ins])
             out = NotImplemented if fn is None else fn(*inputs, **attrs)
             if out is NotImplemented:  # the full call (it records itself)
-                out = op(*inputs, **attrs)
+                try:
+                    out = op(*inputs, **attrs)
+                except NetsError:
+                    raise
+                except (TypeError, ValueError) as e:  # (attributes the operator cannot use,
+                    # e.g. a_min='abc' from a JSON file: the first run makes every full call)
+                    raise NetsError(f"{op.name} with attributes {attrs!r:.200}: "
+                                    f"{type(e).__name__}: {e}") from e
                 vals[at:at + n] = (out,) if n == 1 else out
                 continue
             if isinstance(out, NDArray):

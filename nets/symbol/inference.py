@@ -10,6 +10,8 @@ inputs'); what stays unknown is float32. Gradient storage types: a variable's de
 ``grad_stype``, else the sum (``add_n``'s rule) of what every operator using it declares
 for that input, else the variable's own stype.
 """
+import numbers
+
 import numpy as np
 
 from ..base import NetsError, ShapeError, as_dtype
@@ -20,6 +22,13 @@ __all__ = ["infer_shape", "infer_type", "infer_storage_type", "infer_grad_storag
 
 
 # -- the graph walks ------------------------------------------------------------------------
+
+def _is_dim(d):
+    """Whether ``d`` is a dimension: a non-negative integer (a whole float counts, as shape
+    rules may divide) below 2**63."""
+    return (isinstance(d, numbers.Integral) and not isinstance(d, bool)
+            or isinstance(d, float) and d.is_integer()) and 0 <= d < 2 ** 63
+
 
 class _Values:
     """One value per graph entry, variables shared by name."""
@@ -118,7 +127,12 @@ def infer_shape(symbol, given, partial):
                 else None)
 
     def put(entry, shape, node):
-        shape = tuple(int(d) for d in shape)
+        dims = tuple(shape) if isinstance(shape, (tuple, list)) else None
+        if dims is None or not all(_is_dim(d) for d in dims):
+            raise ShapeError(f"infer_shape: node {node.name!r} ({node.op.name}) gives shape "
+                             f"{shape!r:.80} from its attributes {node.attrs!r:.200}; shapes "
+                             f"are non-negative integers")
+        shape = tuple(int(d) for d in dims)
         old = v.get(entry)
         src, k = entry
         if src.op is None:
@@ -149,6 +163,11 @@ def infer_shape(symbol, given, partial):
             except NetsError as e:
                 raise ShapeError(f"infer_shape: node {node.name!r} ({node.op.name}): "
                                  f"{e}") from None
+            except (TypeError, ValueError, OverflowError) as e:
+                # (attributes the rule cannot use, e.g. num_hidden='abc' from a JSON file)
+                raise ShapeError(f"infer_shape: node {node.name!r} ({node.op.name}): its "
+                                 f"attributes {node.attrs} do not fit the operator "
+                                 f"({type(e).__name__}: {e})") from e
             if inferred is None:
                 raise ShapeError(f"infer_shape: node {node.name!r}: operator {node.op.name!r} "
                                  f"declares no shape rule (see nets.ops.registry)")

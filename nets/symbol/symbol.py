@@ -13,15 +13,17 @@ import inspect
 import itertools
 import json
 import numbers
+import os
 
 import numpy as np
 
 from .. import init as init_mod
 from .. import operator, ops
-from ..base import NetsError, as_dtype, check_stype
+from ..base import DTypeError, NetsError, as_dtype, check_stype
 from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
 from ..ops.registry import OPS, REQUIRED, Op
+from ..serialization import write_atomically
 from .executor import bind, simple_bind
 from .inference import (infer_grad_storage_type, infer_shape, infer_storage_type,
                         infer_type)
@@ -314,9 +316,10 @@ class Symbol:
         return json.dumps({"format": _FORMAT, "nodes": out, "heads": heads})
 
     def save(self, fname):
-        """Write ``tojson()`` to the text file ``fname``."""
-        with open(fname, "w") as f:
-            f.write(self.tojson())
+        """Write ``tojson()`` to the text file ``fname``, atomically (an interrupted save
+        leaves the previous file intact)."""
+        text = self.tojson().encode()
+        write_atomically(os.fspath(fname), lambda f: f.write(text))
 
     # -- operators ------------------------------------------------------------------------------
     def reshape(self, *shape, **kwargs):
@@ -390,7 +393,11 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
                             f"integers (0 for a dimension to infer)")
         spec["shape"] = tuple(int(d) for d in dims)
     if dtype is not None:
-        spec["dtype"] = as_dtype(dtype).name
+        dtype = as_dtype(dtype)
+        if dtype.kind not in "biuf":
+            raise DTypeError(f"Variable {name!r}: dtype={dtype.name!r}; arrays hold bool, "
+                             f"integer or float values")
+        spec["dtype"] = dtype.name
     for key, value in (("stype", stype), ("grad_stype", grad_stype)):
         if value is not None:
             spec[key] = check_stype(value, key)
@@ -583,7 +590,7 @@ def _load_node(i, spec, nodes):
         if e is None and not op.variadic and op.inputs[j] in op.optional:
             entries.append(None)
             continue
-        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(v, int) for v in e)
+        if not (isinstance(e, list) and len(e) == 2 and all(type(v) is int for v in e)
                 and 0 <= e[0] < i and 0 <= e[1] < nodes[e[0]].num_outputs):
             raise NetsError(f"node {i} ({name!r}): input {j} = {e!r} is not an output of an "
                             f"earlier node")
@@ -594,6 +601,23 @@ def _load_node(i, spec, nodes):
         raise NetsError(f"node {i} ({name!r}): {e}") from None
 
 
+_MAX_DEPTH = 32  # JSON nesting a symbol file may have: nodes, attributes, shapes, init args
+
+
+def _depth(value):
+    """How deeply ``value`` (parsed JSON) nests lists and objects, counted without
+    recursion (the validation and conversion of a loaded graph recurse only after it)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        value, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    return deepest
+
+
 def load_json(text):
     """The Symbol written by ``Symbol.tojson``. Everything is validated (operators exist,
     attributes are theirs, inputs point at earlier nodes); nothing is executed."""
@@ -601,6 +625,11 @@ def load_json(text):
         graph = json.loads(text)
     except (TypeError, ValueError) as e:
         raise NetsError(f"load_json: not JSON ({e})") from None
+    except RecursionError:
+        raise NetsError("load_json: the JSON is nested too deeply") from None
+    if _depth(graph) > _MAX_DEPTH:
+        raise NetsError(f"load_json: the JSON is nested more than {_MAX_DEPTH} levels deep (a "
+                        f"symbol file needs a few)")
     if not isinstance(graph, dict) or graph.get("format") != _FORMAT:
         raise NetsError(f"load_json: not a nets symbol (format must be {_FORMAT!r})")
     specs, heads = graph.get("nodes"), graph.get("heads")
@@ -614,7 +643,7 @@ def load_json(text):
             raise NetsError(f"load_json: {e}") from None
     outputs = []
     for h in heads:
-        if not (isinstance(h, list) and len(h) == 2 and all(isinstance(v, int) for v in h)
+        if not (isinstance(h, list) and len(h) == 2 and all(type(v) is int for v in h)
                 and 0 <= h[0] < len(nodes) and 0 <= h[1] < nodes[h[0]].num_outputs):
             raise NetsError(f"load_json: head {h!r} is not an output of a node")
         outputs.append((nodes[h[0]], h[1]))

@@ -31,7 +31,7 @@ def test_catchup_records_survive_a_round_trip(tmp_path):
     path = str(tmp_path / "states.npz")
     save_states(path, first, ["w"], [None])
     second = create("sgd", learning_rate=LR, wd=WD, wd_mode="catchup")
-    assert load_states(path, second, ["w"]) == [None]
+    assert load_states(path, second, ["w"], [weight]) == [None]
     assert second.records[0].step == 2 and second.num_update == 2
     for rows, value in STEPS[2:]:
         second.update(0, weight, _grad(rows, value), None)
@@ -58,7 +58,7 @@ def test_states_and_step_counts_round_trip(tmp_path, weight_stype):
     path = str(tmp_path / "adam.npz")
     save_states(path, opt, ["a", "b"], states)
     fresh = create("adam", learning_rate=0.1)
-    loaded = load_states(path, fresh, ["a", "b"])
+    loaded = load_states(path, fresh, ["a", "b"], weights)
     assert {i: r.step for i, r in fresh.records.items()} == {0: 3, 1: 1}
     assert fresh.num_update == 3
     for saved, back in zip(states, loaded):
@@ -92,18 +92,18 @@ def test_a_file_that_does_not_match_raises(tmp_path):
     path = str(tmp_path / "s.npz")
     save_states(path, opt, ["w"], [state])
     with pytest.raises(nets.NetsError, match="parameters"):
-        load_states(path, create("adam"), ["v"])
+        load_states(path, create("adam"), ["v"], [weight])
     with pytest.raises(nets.NetsError, match="optimizer"):
-        load_states(path, create("sgd"), ["w"])
+        load_states(path, create("sgd"), ["w"], [weight])
     _rewrite_config(path, lambda c: c["records"]["w"].update(state=["array", "array", "array"]))
     with pytest.raises(nets.NetsError, match="do not match their layout"):
-        load_states(path, create("adam"), ["w"])
+        load_states(path, create("adam"), ["w"], [weight])
     _rewrite_config(path, lambda c: c["records"]["w"].update(state="arrays"))
     with pytest.raises(nets.NetsError, match="do not match their layout"):
-        load_states(path, create("adam"), ["w"])
+        load_states(path, create("adam"), ["w"], [weight])
     _rewrite_config(path, lambda c: c["records"]["w"].update(state=["array"], step="many"))
     with pytest.raises(nets.NetsError, match="do not match their layout"):
-        load_states(path, create("adam"), ["w"])
+        load_states(path, create("adam"), ["w"], [weight])
 
 
 @pytest.mark.parametrize("weight_stype", ["default", "row_sparse"])
@@ -121,7 +121,7 @@ def test_rowwise_adagrad_state_round_trips_and_continues(tmp_path, weight_stype)
     path = str(tmp_path / "rowwise.npz")
     save_states(path, opts[1], ["w"], [states[1]])
     resumed = create("rowwise_adagrad", learning_rate=LR, wd=WD)
-    (loaded,) = load_states(path, resumed, ["w"])
+    (loaded,) = load_states(path, resumed, ["w"], [weights[1]])
     assert loaded.stype == states[1].stype and np.array_equal(loaded.asnumpy(),
                                                                states[1].asnumpy())
     for rows, value in STEPS[3:]:

@@ -214,6 +214,24 @@ def test_load_reports_the_file(tmp_path):
         sym.load(tmp_path / "missing.json")
 
 
+def test_save_is_atomic(tmp_path, monkeypatch):
+    """An error while writing keeps the previous file whole and leaves no temporary."""
+    import os
+    path = tmp_path / "net-symbol.json"
+    first = sym.FullyConnected(sym.var("data"), num_hidden=2, name="fc")
+    first.save(path)
+    before = path.read_text()
+
+    def fail(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError, match="disk full"):
+        sym.relu(first).save(str(path))
+    assert path.read_text() == before and os.listdir(tmp_path) == ["net-symbol.json"]
+    assert sym.load(path).tojson() == first.tojson()
+
+
 def test_unsaveable_attributes_are_named():
     class Custom(nets.init.Initializer):
         def _init_weight(self, name, values):
