@@ -11,10 +11,9 @@ import numpy as np
 __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
     "ContextError", "StorageFallbackWarning", "DenseResultWarning", "STYPES", "DEFAULT_DTYPE",
-    "INDEX_DTYPE",
-    "FLOAT_DTYPES",
-    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_stype",
-    "normalize_shape",
+    "INDEX_DTYPE", "FLOAT_DTYPES", "SUPPORTED_DTYPES",
+    "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
+    "check_stype", "normalize_shape",
 ]
 
 # Autograd state lives here, at the bottom of the graph, so arrays and operators can read it
@@ -26,6 +25,14 @@ TRAINING = contextvars.ContextVar("nets_training", default=False)
 DEFAULT_DTYPE = np.dtype(np.float32)
 INDEX_DTYPE = np.dtype(np.int64)  # every sparse index array is int64: one kernel specialisation
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # what float kernels are written for
+# Every dtype a nets array may hold (native byte order). float16 is stored as such and
+# computed in float32 (``nets.ops.registry``: numba has no float16 arithmetic). Object,
+# string, datetime, complex, void and extended-precision dtypes are refused where they
+# enter (``as_dtype``, ``check_dtype``): the kernels are not written for them.
+SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64))
+_SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 STYPES = ("default", "csr", "row_sparse")
 
 
@@ -63,14 +70,38 @@ class DenseResultWarning(UserWarning):
     not zero where the input stores none, so no sparse result can hold them."""
 
 
-def as_dtype(dtype, default=DEFAULT_DTYPE):
-    """Normalise ``dtype`` (None, str, numpy dtype or type) to a ``numpy.dtype``."""
+def as_dtype(dtype, default=DEFAULT_DTYPE, name="dtype"):
+    """Normalise ``dtype`` (None, str, numpy dtype or type) to one of ``SUPPORTED_DTYPES``.
+
+    A byte order other than the machine's is normalised to it (values are converted when
+    stored); a dtype nets does not support raises ``DTypeError`` naming the argument
+    ``name``, the dtype and the supported ones.
+    """
     if dtype is None:
         return np.dtype(default)
     try:
-        return np.dtype(dtype)
+        dt = np.dtype(dtype)
     except TypeError as e:
-        raise DTypeError(f"dtype={dtype!r} is not a numpy dtype") from e
+        raise DTypeError(f"{name}={dtype!r} is not a numpy dtype") from e
+    if not dt.isnative:
+        dt = dt.newbyteorder("=")
+    if dt not in SUPPORTED_DTYPES:
+        raise DTypeError(f"{name}={dtype!r}: dtype {dt} is not supported; nets arrays hold "
+                         f"{_SUPPORTED_NAMES}")
+    return dt
+
+
+def check_dtype(dtype, what, converted=False):
+    """Return ``dtype`` (a numpy dtype, e.g. of a source array) in native byte order if nets
+    supports it, else raise ``DTypeError`` saying that ``what`` has it, and what is
+    supported. With ``converted`` (the values are converted to a supported dtype by numpy)
+    only dtypes whose values are not real numbers are refused: complex (a cast would drop
+    the imaginary parts), datetime, timedelta and void."""
+    dt = dtype if dtype.isnative else dtype.newbyteorder("=")
+    if dt.kind in "cMmV" if converted else dt not in SUPPORTED_DTYPES:
+        raise DTypeError(f"{what} has dtype {dtype}, which nets does not support; nets arrays "
+                         f"hold {_SUPPORTED_NAMES} (convert it first, e.g. with .astype)")
+    return dt
 
 
 def check_stype(stype, name="stype"):

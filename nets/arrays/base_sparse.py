@@ -28,6 +28,18 @@ def as_index(values, name):
     return a.astype(INDEX_DTYPE, copy=False)
 
 
+def read_only(a):
+    """A read-only view of the numpy array ``a`` (``a`` itself stays writable).
+
+    The index buffers of a sparse array are validated once, when the array is built, and
+    trusted by every kernel after that (scipy.sparse's model); the views handed to users
+    are read-only so that an edit cannot break that trust (an out-of-range index would
+    make a kernel read or write outside its arrays). The view is built over a read-only
+    buffer, so numpy also refuses ``view.flags.writeable = True``. Values stay writable: no
+    value can make a kernel misbehave."""
+    return np.asarray(memoryview(a).toreadonly())
+
+
 class BaseSparseNDArray(NDArray):
     """Base class of ``CSRNDArray`` and ``RowSparseNDArray`` (not instantiated)."""
 
@@ -52,8 +64,11 @@ class BaseSparseNDArray(NDArray):
 
     @property
     def indices(self):
-        """The index array as an int64 ``NDArray`` (shares memory)."""
-        return NDArray(self._indices, self._ctx)
+        """The index array as an int64 ``NDArray``: a read-only view (MXNet hands out a
+        copy), since kernels trust the indices validated at construction; writing it
+        raises numpy's ``ValueError: assignment destination is read-only``. Build a new
+        array from edited indices instead (e.g. ``csr_matrix((data, indices, indptr))``)."""
+        return NDArray(read_only(self._indices), self._ctx)
 
     def asnumpy(self):
         out = np.zeros(self.shape, dtype=self.dtype)
@@ -123,7 +138,7 @@ class BaseSparseNDArray(NDArray):
                           shape=self._shape, ctx=self._ctx)
 
     def check_format(self, full_check=True):
-        """Validate the buffers (e.g. after editing ``.indices`` in place).
+        """Validate the buffers (MXNet's API; the indices cannot be edited in place).
 
         Raises ``SparseFormatError``/``ShapeError`` naming the problem. The cheap
         check covers lengths and shapes; ``full_check`` also covers index range,

@@ -7,8 +7,9 @@ import numbers
 
 import numpy as np
 
-from ..base import (DEFAULT_DTYPE, ShapeError, SparseFormatError, StorageTypeError,
-                    as_dtype, check_stype, current_context, normalize_shape)
+from ..base import (DEFAULT_DTYPE, INDEX_DTYPE, ShapeError, SparseFormatError,
+                    StorageTypeError, as_dtype, check_dtype, check_stype, current_context,
+                    normalize_shape)
 from . import aligned
 from .base_sparse import as_index
 from .csr import CSRNDArray, canonicalize_csr, dense_to_csr_parts
@@ -20,14 +21,33 @@ def _is_scipy_sparse(x):
     return type(x).__module__.startswith("scipy.sparse")
 
 
-def _source_dtype(source, dtype):
+def _source_dtype(source, dtype, name):
     """MXNet's rule for the sparse constructors: keep an array source's dtype (numpy, scipy
-    or nets), otherwise float32."""
-    if dtype is not None:
-        return as_dtype(dtype)
-    if isinstance(source, (np.ndarray, NDArray)) or _is_scipy_sparse(source):
-        return source.dtype
-    return DEFAULT_DTYPE
+    or nets), otherwise float32; ``dtype`` overrides it. A numpy or scipy source (the
+    argument ``name``) must hold real numbers (``check_dtype``), and one of a dtype nets
+    does not hold (object, string) is refused unless ``dtype`` says what to convert it to."""
+    if isinstance(source, np.ndarray) or _is_scipy_sparse(source):
+        what = f"{name} ({type(source).__name__})"
+        if dtype is None:
+            return check_dtype(source.dtype, what)
+        check_dtype(source.dtype, what, converted=True)
+    elif dtype is None:
+        return source.dtype if isinstance(source, NDArray) else DEFAULT_DTYPE
+    return as_dtype(dtype)
+
+
+def _as_numpy(source, dtype, name, copy=False):
+    """``source`` (array-like, not an ``NDArray``) as a numpy array of the supported
+    ``dtype`` (a fresh one when ``copy``), converted by numpy (numeric strings parse, as in
+    MXNet). A numpy source of complex, datetime or void values raises ``DTypeError``,
+    values that do not convert (ragged lists, non-numeric strings) ``ShapeError``."""
+    if isinstance(source, np.ndarray):
+        check_dtype(source.dtype, name, converted=True)
+    try:
+        return np.array(source, dtype=dtype, copy=True if copy else None)
+    except (TypeError, ValueError) as e:
+        raise ShapeError(f"{name} of type {type(source).__name__} cannot be converted "
+                         f"to an array of {dtype}: {e}") from e
 
 
 def array(source_array, ctx=None, dtype=None):
@@ -44,16 +64,12 @@ def array(source_array, ctx=None, dtype=None):
     """
     ctx = current_context(ctx)
     if _is_scipy_sparse(source_array) or isinstance(source_array, NDArray):
-        dtype = _source_dtype(source_array, dtype)
+        dtype = _source_dtype(source_array, dtype, "source_array")
         if _is_scipy_sparse(source_array):
             return csr_matrix(source_array, ctx=ctx, dtype=dtype)
         return source_array.astype(dtype).as_in_context(ctx)
     dtype = as_dtype(dtype)
-    try:
-        source = np.asarray(source_array, dtype=dtype)
-    except (TypeError, ValueError) as e:
-        raise ShapeError(f"source_array of type {type(source_array).__name__} cannot be "
-                         f"converted to an array of {dtype}: {e}") from e
+    source = _as_numpy(source_array, dtype, "source_array")
     values = aligned.empty(source.shape, dtype)
     values[...] = source
     return NDArray(values, ctx)
@@ -91,8 +107,10 @@ def empty(shape, ctx=None, dtype=None, stype=None):
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """A dense ``NDArray`` sharing memory with ``ndarray`` when ``zero_copy``."""
-    return NDArray(ndarray if zero_copy else np.array(ndarray))
+    """A dense ``NDArray`` sharing memory with ``ndarray`` when ``zero_copy`` (and its byte
+    order is the machine's; a dtype nets does not support raises ``DTypeError``)."""
+    dtype = check_dtype(ndarray.dtype, "ndarray")
+    return NDArray(np.asarray(ndarray, dtype) if zero_copy else np.array(ndarray, dtype))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
@@ -134,13 +152,22 @@ def _copy_np(a):
     return a.asnumpy() if isinstance(a, NDArray) else np.array(a)
 
 
+def _values(source, dtype, name):
+    """A fresh numpy array of the values ``source`` (array-like or ``NDArray``, the argument
+    ``name``) in the dtype of ``_source_dtype``."""
+    dtype = _source_dtype(source, dtype, name)
+    if isinstance(source, NDArray):
+        return source.asnumpy().astype(dtype, copy=False)
+    return _as_numpy(source, dtype, name, copy=True)
+
+
 def _from_array(arg, stype, dtype, shape, ctx):
     """``arg`` (an ``NDArray`` of any stype, numpy array or list) converted to ``stype``."""
     if isinstance(arg, NDArray):  # a sparse source is converted, never densified
-        dt = _source_dtype(arg, dtype)
+        dt = _source_dtype(arg, dtype, "arg1")
         out = arg.astype(dt) if arg.stype == stype else arg.tostype(stype).astype(dt, copy=False)
         return _check_shape_arg(out, shape).as_in_context(ctx)
-    values = np.asarray(arg).astype(_source_dtype(arg, dtype), copy=False)
+    values = _as_numpy(arg, _source_dtype(arg, dtype, "arg1"), "arg1")
     if stype == "csr":
         if values.ndim != 2:
             raise ShapeError(f"a CSR array is 2-D; the source has shape {values.shape}")
@@ -158,7 +185,8 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted); columns
       are sorted within each row, a duplicate (row, column) is an error;
     - ``(data, (row, col))`` COO triplets — duplicates are summed, as in scipy;
-    - a ``scipy.sparse`` matrix (its values are shared when no cast is needed);
+    - a ``scipy.sparse`` matrix (its values are shared when no cast is needed; its index
+      arrays are copied, so later edits of the scipy matrix cannot break this array);
     - an array of any storage type (copied; a row_sparse one is converted, not densified),
       a numpy array or a nested list;
     - ``(M, N)``: an empty matrix of that shape.
@@ -173,14 +201,15 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         if not m.has_canonical_format:
             m = m.copy()  # never reorder the caller's matrix in place
             m.sum_duplicates()
-        data = m.data.astype(_source_dtype(arg1, dtype), copy=False)
-        return _csr(data, m.indices, m.indptr, m.shape, ctx, shape)
+        data = m.data.astype(_source_dtype(arg1, dtype, "arg1"), copy=False)
+        return _csr(data, m.indices.astype(INDEX_DTYPE), m.indptr.astype(INDEX_DTYPE), m.shape,
+                    ctx, shape)
     if isinstance(arg1, tuple) and len(arg1) == 3:
-        data, indices, indptr = (_copy_np(a) for a in arg1)
-        indices, indptr = as_index(indices, "indices"), as_index(indptr, "indptr")
+        indices, indptr = (as_index(_copy_np(a), name) for a, name in
+                           ((arg1[1], "indices"), (arg1[2], "indptr")))
         if shape is None:
             shape = (len(indptr) - 1, int(indices.max()) + 1 if indices.size else 0)
-        return _csr(data.astype(_source_dtype(arg1[0], dtype), copy=False), indices, indptr,
+        return _csr(_values(arg1[0], dtype, "data"), indices, indptr,
                     normalize_shape(shape), ctx)
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
         return _csr_from_coo(arg1[0], *arg1[1], shape, ctx, dtype)
@@ -189,7 +218,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
 
 def _csr_from_coo(data, row, col, shape, ctx, dtype):
     import scipy.sparse as sp
-    values = _copy_np(data).astype(_source_dtype(data, dtype), copy=False)
+    values = _values(data, dtype, "data")
     row, col = as_index(row, "row"), as_index(col, "col")
     if not (values.ndim == row.ndim == col.ndim == 1 and len(values) == len(row) == len(col)):
         raise ShapeError(f"(data, (row, col)) must be 1-D and of one length, got shapes "
@@ -235,7 +264,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     if _is_shape(arg1):
         return _check_shape_arg(zeros_sparse("row_sparse", arg1, ctx, dtype), shape)
     if isinstance(arg1, tuple) and len(arg1) == 2:
-        data = _copy_np(arg1[0]).astype(_source_dtype(arg1[0], dtype), copy=False)
+        data = _values(arg1[0], dtype, "data")
         indices = as_index(_copy_np(arg1[1]), "indices").reshape(-1)
         if shape is None:
             top = int(indices.max()) + 1 if indices.size else 0

@@ -6,7 +6,7 @@ column indices within a row are sorted and unique. Kernels rely on it.
 import numpy as np
 
 from ..base import INDEX_DTYPE, NetsError, ShapeError, SparseFormatError
-from .base_sparse import BaseSparseNDArray, as_index
+from .base_sparse import BaseSparseNDArray, as_index, read_only
 from .dense import NDArray
 
 
@@ -84,8 +84,10 @@ def _check_csr(data, indices, indptr, shape, full_check, sortedness=True):
 class CSRNDArray(BaseSparseNDArray):
     """A 2-D CSR matrix: ``data`` (nnz,), ``indices`` (nnz,) int64, ``indptr`` (rows+1,) int64.
 
-    Build with ``nets.nd.sparse.csr_matrix``; the constructor trusts its
-    (already validated) buffers.
+    Build with ``nets.nd.sparse.csr_matrix``, which validates. The class constructor is
+    internal: it trusts its buffers (nets' own results) and keeps them, and the kernels
+    trust them too (an invalid index is out-of-bounds memory access); buffers of unknown
+    origin go through ``csr_matrix``, or ``check_format()`` right after.
     """
 
     stype = "csr"
@@ -106,8 +108,8 @@ class CSRNDArray(BaseSparseNDArray):
 
     @property
     def indptr(self):
-        """Row pointers as an int64 ``NDArray`` (shares memory)."""
-        return NDArray(self._indptr, self._ctx)
+        """Row pointers as an int64 ``NDArray``: a read-only view, as ``indices`` is."""
+        return NDArray(read_only(self._indptr), self._ctx)
 
     @property
     def nnz(self):
@@ -115,10 +117,12 @@ class CSRNDArray(BaseSparseNDArray):
         return int(self._data.size)
 
     def asscipy(self):
-        """This matrix as ``scipy.sparse.csr_matrix`` (values shared, not copied)."""
+        """This matrix as ``scipy.sparse.csr_matrix`` (values shared, not copied; its
+        ``indices``/``indptr`` are read-only views, or copies when scipy narrows them to
+        int32, so editing them cannot break this array)."""
         import scipy.sparse as sp
-        return sp.csr_matrix((self._data, self._indices, self._indptr), shape=self._shape,
-                             copy=False)
+        return sp.csr_matrix((self._data, read_only(self._indices), read_only(self._indptr)),
+                             shape=self._shape, copy=False)
 
     def _scatter_into(self, dense):
         dense[row_ids(self._indptr), self._indices] = self._data

@@ -22,6 +22,12 @@
    inputs are densified, the all-default implementation runs, the result is
    cast to the inferred stype and ``StorageFallbackWarning`` names the op, the
    stypes and the bytes;
+   float16: an operator whose floating-point inputs are all float16 computes in float32
+   (numba has no float16 arithmetic, as MXNet's CPU kernels widen half floats): those
+   inputs are cast to float32, the implementation runs, and the outputs are cast back
+   to float16 where the op's dtype rule says float16 for the original inputs. Value
+   inputs (not ``index=`` ones) of mixed float dtypes run as given (numpy promotes; ops
+   that need one dtype refuse);
 5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``); a vjp calls
    operators the ordinary way, so there is one call path.
 
@@ -54,6 +60,7 @@ OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
 _log = logging.getLogger("nets.storage")
 _VERBOSE = os.environ.get("NETS_STORAGE_VERBOSE") == "1"  # read once, when nets is imported
+_HALF, _SINGLE = np.dtype(np.float16), np.dtype(np.float32)
 
 
 def get_op(name):
@@ -343,6 +350,13 @@ class Op:
 
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
+        # (the warnings below name the caller's line by a fixed stacklevel: float16 is
+        # handled by helpers called here, not by a wrapper frame around this one)
+        half = None
+        for x in inputs:
+            if x is not None and x.dtype == _HALF:
+                half, inputs = self._widen_half(inputs)
+                break
         stypes = tuple([None if x is None else x.stype for x in inputs])
         out_stypes = "default" if self._infer_fn is None else self._infer_fn(*stypes, **attrs)
         if out_stypes.__class__ is str:
@@ -369,7 +383,26 @@ class Op:
             _check_dense_result(self.name, inputs, outputs)
         if _VERBOSE:
             log_storage(self.name, stypes, tuple(o.stype for o in outputs))
-        return outputs
+        return outputs if half is None else self._narrow_half(half, outputs, attrs)
+
+    def _widen_half(self, inputs):
+        """``(dtypes, inputs)`` for inputs holding float16, which compute in float32 (see
+        the module doc): the inputs' dtypes and the inputs with float16 cast to float32;
+        ``(None, inputs)`` when value inputs mix float dtypes (the op decides)."""
+        dtypes = [None if x is None else x.dtype for x in inputs]
+        if any(d is not None and d.kind == "f" and d != _HALF
+               for i, d in enumerate(dtypes) if i not in self.index_inputs):
+            return None, inputs
+        return dtypes, tuple(x.astype(_SINGLE) if d == _HALF else x
+                             for x, d in zip(inputs, dtypes))
+
+    def _narrow_half(self, dtypes, outputs, attrs):
+        """The float32 ``outputs`` cast back to float16 where the dtype rule gives float16
+        for the inputs' original ``dtypes``."""
+        want = self.infer_dtype(dtypes, attrs)
+        wants = want if isinstance(want, tuple) else (want,) * len(outputs)
+        return tuple(o.astype(_HALF) if w == _HALF and o.dtype == _SINGLE else o
+                     for o, w in zip(outputs, wants))
 
     def _fallback(self, inputs, stypes):
         dense = tuple(x if x is None or x.stype == "default" else NDArray(x.asnumpy(), x.context)

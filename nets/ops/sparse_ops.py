@@ -205,8 +205,7 @@ def _sum_by_key(keys, values, upper=None):
     concatenated sparse terms in linear time. ``sum_rows_by_slot`` then adds the rows up.
     """
     dtype = values.dtype
-    rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])),
-                                np.float32 if dtype == np.float16 else None)  # numba: no f16
+    rows = np.ascontiguousarray(values.reshape(len(keys), math.prod(values.shape[1:])))
     emb = kernels.embedding
     keys, slot = (emb.slots_in_order(keys, np.argsort(keys, kind="stable")) if upper is None
                   else emb.unique_slots(keys, upper))

@@ -154,7 +154,8 @@ def test_transpose_property():
     np.testing.assert_array_equal(nd.array(b).T.asnumpy(), b.T)
 
 
-# -- check_format -------------------------------------------------------------------
+# -- check_format (the public index views are read-only: these corrupt the private buffers,
+# as a buggy internal writer would) ---------------------------------------------------
 
 @pytest.mark.parametrize("stype", ["csr", "row_sparse"])
 def test_check_format_accepts_valid(stype):
@@ -164,11 +165,11 @@ def test_check_format_accepts_valid(stype):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda x: x.indices.__setitem__(1, 4), r"indices\[1\]=4 is out of range for 4 columns"),
-    (lambda x: x.indices.__setitem__(0, -1), r"indices\[0\]=-1 is out of range"),
-    (lambda x: x.indices.__setitem__(1, 0), r"row 0 are not sorted and unique"),
-    (lambda x: x.indices.__setitem__(0, 3), r"row 0 are not sorted and unique"),
-    (lambda x: x.indptr.__setitem__(2, 1), r"non-decreasing.*indptr\[2\]=1"),
+    (lambda x: x._indices.__setitem__(1, 4), r"indices\[1\]=4 is out of range for 4 columns"),
+    (lambda x: x._indices.__setitem__(0, -1), r"indices\[0\]=-1 is out of range"),
+    (lambda x: x._indices.__setitem__(1, 0), r"row 0 are not sorted and unique"),
+    (lambda x: x._indices.__setitem__(0, 3), r"row 0 are not sorted and unique"),
+    (lambda x: x._indptr.__setitem__(2, 1), r"non-decreasing.*indptr\[2\]=1"),
 ])
 def test_check_format_catches_in_place_corruption_csr(edit, message):
     x = make("csr")
@@ -179,10 +180,10 @@ def test_check_format_catches_in_place_corruption_csr(edit, message):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda x: x.indices.__setitem__(2, 5), r"indices\[2\]=5 is out of range for 5 rows"),
-    (lambda x: x.indices.__setitem__(0, -2), r"indices\[0\]=-2 is out of range"),
-    (lambda x: x.indices.__setitem__(1, 0), r"duplicate at indices\[0\]=0"),
-    (lambda x: x.indices.__setitem__(0, 3), r"unsorted at indices\[0\]=3"),
+    (lambda x: x._indices.__setitem__(2, 5), r"indices\[2\]=5 is out of range for 5 rows"),
+    (lambda x: x._indices.__setitem__(0, -2), r"indices\[0\]=-2 is out of range"),
+    (lambda x: x._indices.__setitem__(1, 0), r"duplicate at indices\[0\]=0"),
+    (lambda x: x._indices.__setitem__(0, 3), r"unsorted at indices\[0\]=3"),
 ])
 def test_check_format_catches_in_place_corruption_rsp(edit, message):
     x = make("row_sparse")
@@ -194,7 +195,7 @@ def test_check_format_catches_in_place_corruption_rsp(edit, message):
 
 def test_check_format_cheap_check_catches_indptr_end():
     x = make("csr")
-    x.indptr[-1] = 5
+    x._indptr[-1] = 5
     with pytest.raises(SparseFormatError, match=r"indptr\[-1\]=5"):
         x.check_format(full_check=False)
 

@@ -151,13 +151,11 @@ def test_embedding(wstype, density, dtype, id_dtype, no_densify):
     assert_almost_equal(y, dense_values(w)[ids.astype(int)])
 
 
-@pytest.mark.parametrize("wdtype", ["float16", "int32", "complex128", "bool"])
+@pytest.mark.parametrize("wdtype", ["float16", "int32", "uint64", "bool"])
 @pytest.mark.parametrize("id_dtype", ["int64", "uint8", "bool", "float16", "float64"])
 def test_embedding_gathers_any_dtype(wdtype, id_dtype):
-    """The gather moves bits, so every weight dtype is looked up exactly."""
+    """The gather moves bits, so every weight dtype nets supports is looked up exactly."""
     w = np.arange(18).reshape(6, 3).astype(wdtype)
-    if w.dtype.kind == "c":
-        w -= 1j * w  # imaginary parts too
     ids = np.array([[1, 0], [1, 1]], dtype=id_dtype)
     y = nd.Embedding(nd.array(ids, dtype=id_dtype), nd.array(w, dtype=wdtype), 6, 3)
     assert y.dtype == np.dtype(wdtype) and y.shape == (2, 2, 3)
