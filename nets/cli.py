@@ -95,63 +95,135 @@ def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None, tota
 
 # -- demo -----------------------------------------------------------------------------------
 
+DEMO_VARIANTS = ("Dense", "FullyConnectedSparse, dense grad",
+                 "FullyConnectedSparse, row_sparse grad")
+DEMO_SIGNAL = 3.0  # the ground truth's scores are scaled by this before labels are drawn
+
+
 def _demo(args):
-    """The MXNet Gluon sparse tutorial end to end on synthetic data: three variants of a
-    1M -> 128 -> 8 -> 1 network, their epoch time and weight/gradient memory."""
+    """The MXNet Gluon sparse tutorial's three variants of a ``features -> 128 -> 8 -> 1``
+    network on a learnable synthetic problem: features with power-law popularity (as in
+    click logs, so features recur), labels drawn from a sparse ground-truth model, a fifth
+    of the rows held out. Prints each variant's epoch time, weight and gradient memory,
+    final training loss and held-out log-loss and AUC; ``--plot`` saves the comparison."""
     import numpy as np
 
-    from . import Trainer, data, layers, loss, nd
+    from . import Trainer, data, layers, loss
     _check_numbers(args, positive=("samples", "features", "batch_size", "epochs"))
-    print(f"Generating {args.samples} x {args.features:,} CSR data, 10 non-zeros per row ...")
-    X, _, _ = data.make_sparse_dataset(args.samples, args.features,
-                                       min(10, args.features), task="binary", seed=0)
-    rowsum = nd.sum(X, axis=1).asnumpy()
-    y = nd.array((rowsum > rowsum.mean()).astype(np.float32))  # the tutorial's label rule
-    variants = [
-        ("Dense", lambda: layers.Dense(128, in_units=args.features)),
-        ("FullyConnectedSparse, dense grad",
-         lambda: layers.FullyConnectedSparse(args.features, 128)),
-        ("FullyConnectedSparse, row_sparse grad",
-         lambda: layers.FullyConnectedSparse(args.features, 128, weight_grad_stype="row_sparse")),
-    ]
-    rows = []
+    if args.plot:
+        _check_writable(args.plot, "--plot")
+        _matplotlib()  # (refused before the work when it is not installed)
+    nnz = min(10, args.features)
+    print(f"Generating {args.samples:,} x {args.features:,} CSR data, {nnz} non-zeros per row "
+          f"(power-law feature popularity), labels from a sparse ground-truth model ...")
+    X, y, _ = data.make_sparse_dataset(args.samples, args.features, nnz, task="binary",
+                                       seed=0, signal=DEMO_SIGNAL)
+    n_train = max(1, args.samples * 4 // 5)
+    X_test, y_test = X[n_train:], y.asnumpy()[n_train:]
+    makers = [lambda: layers.Dense(128, in_units=args.features),
+              lambda: layers.FullyConnectedSparse(args.features, 128),
+              lambda: layers.FullyConnectedSparse(args.features, 128,
+                                                  weight_grad_stype="row_sparse")]
+    rows, curves = [], []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "demo.libsvm")
-        data.save_libsvm(path, X, y)
-        print(f"Wrote {path} ({os.path.getsize(path) / 1e6:.2f} MB); reading it back with "
-              f"LibSVMIter (batch {args.batch_size})")
+        data.save_libsvm(path, X[:n_train], y[:n_train])
+        print(f"Wrote the {n_train:,} training rows to {path} "
+              f"({os.path.getsize(path) / 1e6:.2f} MB); reading them back with LibSVMIter "
+              f"(batch {args.batch_size}); {args.samples - n_train:,} rows held out")
         batches = _batches(path, args.features, args.batch_size)
-        for name, first in variants:
+        for name, first in zip(DEMO_VARIANTS, makers):
             net = layers.Sequential()
             net.add(first(), layers.Activation("sigmoid"), layers.Dense(8, in_units=128),
-                    layers.Activation("sigmoid"), layers.Dense(1, in_units=8),
-                    layers.Activation("sigmoid"))
+                    layers.Activation("sigmoid"), layers.Dense(1, in_units=8))
             net.initialize()
-            trainer = Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-            loss_fn = loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=True)
+            trainer = Trainer(net.collect_params(), "adam", {"learning_rate": 0.005})
+            loss_fn = loss.SigmoidBinaryCrossEntropyLoss()
             w = net[0].weight
             grad_bytes = [0]
 
             def measure(w=w, grad_bytes=grad_bytes):
                 grad_bytes[0] = max(grad_bytes[0], w.grad().nbytes)
-            times = []
+            times, losses = [], []
             for epoch in range(args.epochs):
                 t0 = time.perf_counter()
                 final, _, _ = _run_epoch(net, loss_fn, batches, trainer,
                                          desc=f"{name} epoch {epoch + 1}", on_batch=measure,
-                                         total=-(-args.samples // args.batch_size))
+                                         total=-(-n_train // args.batch_size))
                 times.append(time.perf_counter() - t0)
-            rows.append((name, min(times), w.data().nbytes, grad_bytes[0], final))
+                losses.append(final)
+            scores = np.concatenate([net(X_test[i:i + args.batch_size]).asnumpy().ravel()
+                                     for i in range(0, X_test.shape[0], args.batch_size)] or
+                                    [np.zeros(0)])
+            rows.append((name, min(times), w.data().nbytes, grad_bytes[0], losses[-1],
+                         *_held_out(y_test, scores)))
+            curves.append(losses)
             del net, trainer
-    header = ("variant", "epoch time (s)", "weight MB", "gradient MB", "final loss")
+    header = ("variant", "epoch s", "weight MB", "grad MB", "train loss", "test loss",
+              "test AUC")
     print()
-    print(f"{header[0]:<40}{header[1]:>15}{header[2]:>12}{header[3]:>13}{header[4]:>12}")
-    for name, t, wb, gb, final in rows:
-        print(f"{name:<40}{t:>15.2f}{wb / 1e6:>12.3f}{gb / 1e6:>13.3f}{final:>12.4f}")
-    base = rows[0][1]
-    print(f"\nrow_sparse gradients: {base / rows[2][1]:.1f}x faster per epoch than Dense, "
+    print(f"{header[0]:<40}" + "".join(f"{h:>11}" for h in header[1:]))
+    for name, t, wb, gb, final, test_loss, auc in rows:
+        print(f"{name:<40}{t:>11.2f}{wb / 1e6:>11.2f}{gb / 1e6:>11.3f}{final:>11.4f}"
+              f"{test_loss:>11.4f}{auc:>11.4f}")
+    print(f"\nrow_sparse gradients: {rows[0][1] / rows[2][1]:.1f}x faster per epoch than Dense, "
           f"{rows[0][3] / max(rows[2][3], 1):,.0f}x less gradient memory")
+    if args.plot:
+        _plot_demo(args.plot, rows, curves)
+        print(f"saved the comparison chart to {args.plot}")
     return 0
+
+
+def _held_out(labels, scores):
+    """``(log-loss, AUC)`` of raw scores (logits) against 0/1 labels."""
+    import numpy as np
+
+    from . import metric
+    if not labels.size:
+        return float("nan"), float("nan")
+    # log(1 + exp(-s)) for a positive label, log(1 + exp(s)) for a negative, stably
+    signed = np.where(labels > 0.5, scores, -scores).astype(np.float64)
+    log_loss = float(np.mean(np.logaddexp(0.0, -signed)))
+    auc = metric.AUC()
+    auc.update(labels, scores)
+    return log_loss, auc.get()[1]
+
+
+def _matplotlib():
+    from . import NetsError
+    try:
+        import matplotlib
+    except ImportError:
+        raise NetsError("--plot needs matplotlib: pip install 'nets[tutorials]' (or "
+                        "matplotlib)") from None
+    matplotlib.use("Agg")  # a file, never a window
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _plot_demo(path, rows, curves):
+    """Bars of epoch time and gradient memory, and the training-loss curves, saved to
+    ``path`` (written atomically, in the format its extension names)."""
+    from .serialization import write_atomically
+    plt = _matplotlib()
+    names = [r[0].replace("FullyConnectedSparse", "FCS") for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    axes[0].bar(names, [r[1] for r in rows])
+    axes[0].set_ylabel("epoch time (s)")
+    axes[1].bar(names, [r[3] / 1e6 for r in rows])
+    axes[1].set_ylabel("weight gradient (MB)")
+    for name, losses in zip(names, curves):
+        axes[2].plot(range(1, len(losses) + 1), losses, marker="o", label=name)
+    axes[2].set_xticks(range(1, max(map(len, curves), default=0) + 1))
+    axes[2].set_xlabel("epoch")
+    axes[2].set_ylabel("training loss")
+    axes[2].legend()
+    for ax in axes[:2]:
+        ax.tick_params(axis="x", labelrotation=15)
+    fig.tight_layout()
+    fmt = os.path.splitext(path)[1].lstrip(".") or "png"
+    write_atomically(path, lambda f: fig.savefig(f, format=fmt))
+    plt.close(fig)
 
 
 # -- train / predict ---------------------------------------------------------------------------
@@ -389,11 +461,13 @@ def build_parser():
     p = sub.add_parser("info", help="print versions, numba threading layer and cache dir")
     p.set_defaults(func=_info)
 
-    p = sub.add_parser("demo", help="the MXNet Gluon sparse tutorial on synthetic data")
-    p.add_argument("--samples", type=int, default=1000)
-    p.add_argument("--features", type=int, default=1_000_000)
-    p.add_argument("--batch-size", type=int, default=10)
-    p.add_argument("--epochs", type=int, default=1)
+    p = sub.add_parser("demo", help="the MXNet Gluon sparse tutorial's three variants on a "
+                                    "learnable synthetic problem")
+    p.add_argument("--samples", type=int, default=10_000)
+    p.add_argument("--features", type=int, default=100_000)
+    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--plot", metavar="FILE.png", help="save the comparison chart (matplotlib)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("train", help="train a sparse model on a LibSVM file")

@@ -11,7 +11,7 @@ __all__ = ["make_sparse_dataset"]
 
 
 def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_classes=2,
-                        zipf_s=1.05, seed=None, dtype="float32"):
+                        zipf_s=1.05, seed=None, dtype="float32", signal=1.0):
     """A synthetic sparse learning problem: ``(X, y, w)``.
 
     ``X`` is a CSR ``(n_samples, n_features)`` matrix with exactly ``nnz_per_row`` distinct
@@ -20,8 +20,9 @@ def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_cla
     (a truncated Zipf law; the ranks are spread over a random permutation of the ids), a row
     keeping its first ``nnz_per_row`` distinct draws. ``w`` is the hidden model, standard
     normal: ``(n_features,)``, or ``(n_features, n_classes)`` for ``task='multiclass'``.
-    Labels: ``'binary'`` 0/1 drawn from ``sigmoid(X @ w)``, ``'regression'``
-    ``X @ w + N(0, 0.1**2)``, ``'multiclass'`` ``argmax(X @ w)``. The draws are vectorised
+    Labels: ``'binary'`` 0/1 drawn from ``sigmoid(signal * X @ w)``, ``'regression'``
+    ``X @ w + N(0, 0.1**2)``, ``'multiclass'`` ``argmax(X @ w)``; a larger ``signal`` makes
+    binary labels less noisy (more learnable). The draws are vectorised
     numpy; only rows still short of distinct features after four rounds are drawn one by
     one. ``seed=None`` draws from ``nets.random``.
     """
@@ -73,7 +74,7 @@ def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_cla
     scores = np.stack([np.bincount(rows, contrib[:, k], minlength=n_samples)
                        for k in range(contrib.shape[1])], axis=1)
     if task == "binary":
-        y = (rng.random(n_samples) < 1.0 / (1.0 + np.exp(-scores[:, 0]))).astype(dtype)
+        y = (rng.random(n_samples) < 1.0 / (1.0 + np.exp(-signal * scores[:, 0]))).astype(dtype)
     elif task == "regression":
         y = (scores[:, 0] + rng.normal(0.0, 0.1, n_samples)).astype(dtype)
     else:

@@ -48,9 +48,10 @@ class Optimizer:
     Parameters
     ----------
     learning_rate : float, optional
-        The step size, a finite number ``>= 0`` (0 freezes the weights). ``None`` takes the ``lr_scheduler``'s ``base_lr`` when one is given,
-        else the optimizer's default (``default_lr``); a value given together with a
-        scheduler becomes the scheduler's ``base_lr``.
+        The step size, a finite number ``>= 0`` (0 freezes the weights). ``None`` takes the
+        ``lr_scheduler``'s ``base_lr`` when one is given, else the optimizer's default
+        (``default_lr``); a value given together with a scheduler becomes the scheduler's
+        ``base_lr``.
     wd : float
         Weight decay (L2 penalty) coefficient ``>= 0``, scaled per parameter by ``wd_mult``.
     rescale_grad : float

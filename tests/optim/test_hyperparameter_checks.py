@@ -83,7 +83,8 @@ def test_optimizer_specific_hyperparameters_are_checked(name, arg, value):
 @pytest.mark.parametrize("name, kwargs", [
     ("sgd", {"momentum": 0.0}), ("sgd", {"momentum": 0.99}),
     ("adam", {"beta1": 0.0, "beta2": 0.0}), ("adamw", {"epsilon": 1e-30}),
-    ("adagrad", {"eps": 1e-12}), ("rowwise_adagrad", {"eps": 1e-12}), ("ftrl", {"lamda1": 0.0, "beta": 0.0}),
+    ("adagrad", {"eps": 1e-12}), ("rowwise_adagrad", {"eps": 1e-12}),
+    ("ftrl", {"lamda1": 0.0, "beta": 0.0}),
     ("rmsprop", {"gamma1": 0.0, "gamma2": 0.0, "clip_weights": 0.0}),
     ("sgd", {"learning_rate": np.float32(0.1), "wd": np.float64(0.0), "rescale_grad": 0,
              "clip_gradient": 0}),
