@@ -44,6 +44,7 @@ import contextvars
 import inspect
 import logging
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -135,6 +136,18 @@ def dense_results_expected():
         _DENSE_EXPECTED.reset(token)
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nets
+
+
+def _user_level():
+    """The ``stacklevel`` that makes a warning name the first caller outside nets (an op
+    is reached from user code directly, through ``x + 1``, a layer or a vjp)."""
+    frame, level = sys._getframe(2), 2  # (the caller of the function that warns)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _check_dense_result(name, inputs, outputs):
     """Warn when a dense output has the shape of a sparse input and is larger than every
     dense input: the operator materialised the sparse array's full size (``exp(csr)``,
@@ -150,7 +163,7 @@ def _check_dense_result(name, inputs, outputs):
             if x is not None and x.stype != "default" and x.shape == o.shape:
                 warnings.warn(f"{name}: the result is dense ({o.nbytes} bytes, the full size of "
                               f"its {x.stype} input of shape {x.shape}): no sparse result can "
-                              f"hold it", DenseResultWarning, stacklevel=4)
+                              f"hold it", DenseResultWarning, stacklevel=_user_level())
                 return
 
 
@@ -350,8 +363,7 @@ class Op:
 
     def compute(self, inputs, attrs):
         """Run the op on bound inputs (``attrs`` complete); always returns a tuple of outputs."""
-        # (the warnings below name the caller's line by a fixed stacklevel: float16 is
-        # handled by helpers called here, not by a wrapper frame around this one)
+        # (float16 is handled by helpers called here, not by a wrapper around this method)
         half = None
         for x in inputs:
             if x is not None and x.dtype == _HALF:
@@ -414,7 +426,7 @@ class Op:
         nbytes = sum(d.nbytes for x, d in zip(inputs, dense) if x is not d)
         warnings.warn(f"{self.name}: no implementation for input storage types {stypes}; "
                       f"densified {nbytes} bytes and ran the dense implementation",
-                      StorageFallbackWarning, stacklevel=4)
+                      StorageFallbackWarning, stacklevel=_user_level())
         return dense, fn
 
     def __repr__(self):
