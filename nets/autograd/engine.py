@@ -99,9 +99,10 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     """Propagate from the heads to the targets: leaves for which ``is_target(leaf)`` and
     node outputs in ``target_entries``. Returns ``({id: (leaf, grad)}, {entry: grad})``;
     a target leaf the heads reach gets None when no gradient arrived, one they do not
-    reach is absent; a leaf's gradient is ``(sum, merged)``, ``merged`` telling that the
-    sum is a new array the engine made from several contributions. The caller sets the
-    recording and training state (``_Scope``)."""
+    reach is absent; a leaf's gradient is ``(sum, owned)``, ``owned`` telling that the sum
+    is a new array nothing else holds: one the engine made from several contributions, or
+    the one contribution of a vjp declared ``fresh``. The caller sets the recording and
+    training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
     nodes = _graph([e for e, _ in heads])
     grads, leaves = {}, {}
@@ -126,7 +127,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 needed.add(node)
                 leaves[id(p)] = p
 
-    results = {}
+    # ids of leaf gradients a ``fresh`` vjp made (each stays alive in ``grads`` until the
+    # end, so no other array can take its id meanwhile)
+    results, fresh = {}, set()
     for node in reversed(nodes):
         if len(node.outputs) == 1:  # (most nodes)
             g = grads.pop((node, 0), None)
@@ -149,6 +152,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
         if node not in needed:
             continue
+        owned = getattr(node.op, "vjp_fresh", False)
         for i, (p, g) in enumerate(zip(node.parents, _vjp(node, out_grads))):
             if p is None:
                 continue
@@ -162,7 +166,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                     grads.setdefault(p, []).append(g)
             elif id(p) in leaves:
                 grads.setdefault(id(p), []).append(g)
-    leaf_grads = {k: (x, _leaf_grad(x, grads[k]) if k in grads else None)
+                if owned:
+                    fresh.add(id(g))
+    leaf_grads = {k: (x, _leaf_grad(x, grads[k], fresh) if k in grads else None)
                   for k, x in leaves.items()}
     if not retain_graph:
         for node in nodes:
@@ -170,13 +176,14 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     return leaf_grads, results
 
 
-def _leaf_grad(x, contributions):
-    """``(sum, merged)`` of a leaf's gradient contributions. A CSR leaf with a csr
-    gradient slot receives the gradient with respect to its stored values (DESIGN §3.4):
-    the sum sampled at its pattern (``values_at``), as ``torch.sparse.mm`` gives; a leaf
-    declaring a dense or row_sparse gradient receives the full one."""
+def _leaf_grad(x, contributions, fresh):
+    """``(sum, owned)`` of a leaf's gradient contributions (``fresh``: the ids of those a
+    ``fresh`` vjp made). A CSR leaf with a csr gradient slot receives the gradient with
+    respect to its stored values (DESIGN §3.4): the sum sampled at its pattern
+    (``values_at``), as ``torch.sparse.mm`` gives; a leaf declaring a dense or row_sparse
+    gradient receives the full one."""
     g = _sum(contributions)
-    merged = len(contributions) > 1
+    merged = len(contributions) > 1 or id(g) in fresh
     if x.stype == "csr" and x._grad_slot.stype == "csr":
         sampled = values_at(g, x)
         merged, g = merged or sampled is not g, sampled
@@ -265,12 +272,13 @@ def _delivers(x):
 
 
 def _deliver(slot, grad):
-    """Deliver ``grad`` (``(sum, merged)`` or None) into ``slot``'s buffer, keeping the
+    """Deliver ``grad`` (``(sum, owned)`` or None) into ``slot``'s buffer, keeping the
     buffer object and its storage type. Dense buffers are written in place (views of
     them keep showing the gradient). A sparse buffer's parts are replaced on every
-    write; it takes the parts of an array the engine made itself (a merge of several
-    contributions, or the ``'add'`` sum) and copies those of any other array, which a
-    vjp may share with a caller (a head gradient passed through, a saved input)."""
+    write; it takes the parts of an array nothing else holds (a merge of several
+    contributions, the ``'add'`` sum, or what a ``fresh`` vjp made) and copies those of
+    any other array, which a vjp may share with a caller (a head gradient passed through,
+    a saved input)."""
     buf = slot.buffer
     if slot.req == "add":
         if grad is not None:

@@ -298,7 +298,7 @@ def _as_2d(x, shape):
     return x if x.shape == shape else reshape(x, shape=shape)
 
 
-@dot.vjp
+@dot.vjp(fresh=True)
 def _(node, g):
     """For ``y = op(A) . op(B)`` in the 2-D view the forward uses:
     ``dA = g . op(B)^T`` and ``dB = op(A)^T . g``, each laid out back in A's/B's orientation.

@@ -214,7 +214,7 @@ def _dot_bias_impl(data, weight, bias, act_type):
 _register_layer(_dot_bias, _dot_bias_impl)
 
 
-@_dot_bias.vjp
+@_dot_bias.vjp(fresh=True)
 def _(node, g):
     """``d data = g . W^T`` (none for csr data), ``d W = data^T . g`` (row_sparse for csr
     data: ``dot``'s own rule), ``d bias`` = the batch sum of ``g``."""
@@ -293,7 +293,7 @@ def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
     return NDArray(out.reshape(data.shape + (output_dim,)), data.context)
 
 
-@Embedding.vjp
+@Embedding.vjp(fresh=True)
 def _(node, g):
     """No gradient for the ids; the weight's is the output gradient's rows added at their
     ids (``take``'s gradient along axis 0): row_sparse (the batch's unique ids, sorted,

@@ -203,6 +203,7 @@ class Op:
         self._impls = []
         self._cache = {}
         self._vjp_fn = None
+        self.vjp_fresh = False
         self.__doc__ = doc
         self.__name__ = name
         kind = inspect.Parameter
@@ -256,9 +257,15 @@ class Op:
             return fn
         return register
 
-    def vjp(self, fn):
-        """Register ``fn(node, *out_grads) -> input grads`` (see ``nets.autograd``)."""
-        self._vjp_fn = fn
+    def vjp(self, fn=None, *, fresh=False):
+        """Register ``fn(node, *out_grads) -> input grads`` (see ``nets.autograd``);
+        ``@op.vjp`` or ``@op.vjp(fresh=True)``. ``fresh`` declares that every gradient ``fn``
+        returns is a new array nothing else holds (not an output gradient passed through,
+        not a saved input or output, not one array for two inputs), so the engine may hand
+        it to a leaf's gradient slot without copying it."""
+        if fn is None:
+            return lambda f: self.vjp(f, fresh=fresh)
+        self._vjp_fn, self.vjp_fresh = fn, fresh
         return fn
 
     # -- queries -----------------------------------------------------------------

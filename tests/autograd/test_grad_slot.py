@@ -199,3 +199,29 @@ def test_the_array_layer_imports_no_autograd_and_gets_its_methods_from_it():
     for name in ("attach_grad", "backward"):
         assert getattr(nd.NDArray, name).__module__.startswith("nets.autograd")
     assert nd.NDArray.grad.fget.__module__.startswith("nets.autograd")
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_a_fresh_vjp_result_is_adopted_and_any_other_copied(monkeypatch, fresh):
+    """The row_sparse weight gradient ``dot``'s vjp makes (declared ``fresh``) becomes the
+    slot's buffer without a copy; declared not fresh, the same gradient is copied in."""
+    from nets.arrays.base_sparse import BaseSparseNDArray
+    from nets.ops.registry import get_op
+    monkeypatch.setattr(get_op("dot"), "vjp_fresh", fresh)
+    copies = []
+    original = BaseSparseNDArray._set_parts
+
+    def spy(self, src, copy):
+        copies.append(copy)
+        return original(self, src, copy)
+    monkeypatch.setattr(BaseSparseNDArray, "_set_parts", spy)
+    w = nd.array(np.arange(12, dtype=np.float32).reshape(6, 2))
+    w.attach_grad(stype="row_sparse")
+    x = nd.sparse.csr_matrix(np.array([[0, 1, 0, 0, 2, 0]], dtype=np.float32))
+    with autograd.record():
+        y = nd.dot(x, w).sum()
+    copies.clear()
+    y.backward()
+    assert copies == [not fresh]
+    assert w.grad.indices.asnumpy().tolist() == [1, 4]
+    assert_almost_equal(w.grad.data, [[1, 1], [2, 2]])
