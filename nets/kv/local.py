@@ -4,8 +4,6 @@ single-machine names are the same store here: one process, CPU arrays).
 The store keeps its own copy of each key's value: ``init`` copies in, ``pull`` copies
 out, so arrays outside the store change only when pulled into.
 """
-import warnings
-
 import numpy as np
 
 from ..base import NetsError
@@ -32,7 +30,6 @@ class LocalKVStore(KVStore):
         self._values = {}
         self._updater = None
         self._compression = None
-        self._warned = set()  # keys whose ignored row_sparse pull was reported
 
     def _value(self, key, what):
         value = self._values.get(key)
@@ -40,12 +37,6 @@ class LocalKVStore(KVStore):
             raise NetsError(f"{what}: key {key!r} has not been initialized; call "
                             f"init({key!r}, value) first")
         return value
-
-    @staticmethod
-    def _check_shape(key, array, value, what, arg):
-        if tuple(array.shape) != tuple(value.shape):
-            raise NetsError(f"{what}: {arg} for key {key!r} has shape {tuple(array.shape)}, "
-                            f"the key's value {tuple(value.shape)}")
 
     # -- primitives -------------------------------------------------------------------------
     def _init(self, pairs):
@@ -82,12 +73,7 @@ class LocalKVStore(KVStore):
                 self._check_shape(key, o, value, "pull", "out")
         for key, outs in pairs:
             for o in outs:
-                if o.stype == "row_sparse" and ignore_sparse:
-                    if key not in self._warned:
-                        self._warned.add(key)
-                        warnings.warn(f"pull: key {key!r}: a row_sparse out is left unchanged "
-                                      f"(ignore_sparse=True); use row_sparse_pull, or "
-                                      f"Module.prepare with sparse_row_id_fn", stacklevel=3)
+                if self._ignored(key, o, ignore_sparse):
                     continue
                 o[:] = self._values[key]
 
