@@ -51,10 +51,15 @@ def _source_root():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
+
+
 def _local_environment():
     """Set, in this process (so in Ray's processes it starts and in the workers), what a
-    loopback-only, token-protected, quiet cluster needs."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # single machine: loopback only
+    loopback-only, token-protected, quiet cluster needs. Ray reads ``LOOPBACK_ENV`` when
+    it is imported: a process that starts a cluster sets it to "0" before importing Ray
+    (``python -m nets.kv.launch`` does)."""
+    os.environ[LOOPBACK_ENV] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     # (ray.init turns token mode on for a cluster it starts, and finds this token)
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
@@ -81,7 +86,8 @@ def start_local(object_store_memory=256 * 2**20, num_cpus=1, attempts=3):
     address = info.address_info["gcs_address"]
     if not address.startswith("127.0.0.1:"):
         ray.shutdown()
-        raise NetsError(f"the local Ray cluster bound {address}, not the loopback address")
+        raise NetsError(f"the local Ray cluster bound {address}, not the loopback address: "
+                        f"set {LOOPBACK_ENV}=0 before this process imports ray")
     return address
 
 

@@ -10,11 +10,8 @@ Ctrl-C: the actors belong to this process (Ray ends them with it), a cluster it 
 is shut down, and workers still running are terminated.
 """
 import argparse
+import os
 import sys
-
-import ray
-
-from .cluster import Group, connect, run_workers, start_local
 
 __all__ = ["main"]
 
@@ -46,6 +43,11 @@ def main(argv=None):
     if args.num_workers < 1 or (args.num_servers is not None and args.num_servers < 1):
         _parser().error("-n and -s must be >= 1")
     servers = args.num_servers or args.num_workers
+    if args.address is None:  # a cluster of this machine: loopback only (read at import)
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    import ray
+
+    from .cluster import Group, connect, run_workers, start_local
     group = None
     try:
         if args.address is None:
