@@ -21,9 +21,10 @@ class Net(nets.layers.HybridBlock):
 
     def __init__(self):
         super().__init__()
-        self.sparse = layers.SparseEmbedding(ROWS, DIM)
-        self.embed = layers.Embedding(ROWS, DIM, sparse_grad=True)
-        self.out = layers.Dense(1, in_units=DIM)
+        # (fixed prefixes: the same parameter names in every process, as a states file needs)
+        self.sparse = layers.SparseEmbedding(ROWS, DIM, prefix="sparse_")
+        self.embed = layers.Embedding(ROWS, DIM, sparse_grad=True, prefix="embed_")
+        self.out = layers.Dense(1, in_units=DIM, prefix="out_")
 
     def hybrid_forward(self, F, ids):
         return self.out(self.sparse(ids) + self.embed(ids))
@@ -52,8 +53,8 @@ def gradients(net, ids, y):
 
 
 def params(net):
-    """``{name: dense numpy array}`` of the parameters."""
-    return {p.name: p.data().asnumpy() for p in net.collect_params().values()}
+    """The parameters as dense numpy arrays, in order (names carry a per-process count)."""
+    return [p.data().asnumpy() for p in net.collect_params().values()]
 
 
 def optimizer():
@@ -76,5 +77,5 @@ if __name__ == "__main__":
         if p.stype == "row_sparse":
             p.row_sparse_data(nets.nd.arange(ROWS, dtype="int64"))
     if rank == 0:
-        np.savez(os.path.join(out_dir, "params.npz"), **params(net))
+        np.savez(os.path.join(out_dir, "params.npz"), *params(net))
     print(f"worker {rank}: trained {steps} steps")
