@@ -78,7 +78,7 @@ def start_local(object_store_memory=256 * 2**20, num_cpus=1, attempts=3):
                             object_store_memory=int(object_store_memory), num_cpus=num_cpus,
                             namespace="nets-kv-launch", logging_level="warning")
             break
-        except Exception as e:  # noqa: BLE001 - Ray raises plain Exceptions at startup
+        except Exception as e:
             ray.shutdown()
             if attempt + 1 == attempts:
                 raise NetsError(f"could not start a local Ray cluster ({attempts} attempts): "
@@ -125,7 +125,7 @@ def _dead(ref):
         ray.get(ref, timeout=0)
     except ray.exceptions.RayActorError:
         return True
-    except Exception:  # noqa: BLE001 - any other outcome: not this actor's death
+    except Exception:
         return False
     return False
 

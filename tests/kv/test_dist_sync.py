@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("ray")
 
-import nets  # noqa: E402
-from nets.ops import add_n  # noqa: E402
+import nets
+from nets.ops import add_n
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -90,6 +90,33 @@ for key, shape in ((4, RSP), (5, BIG_RSP)):
     kv.row_sparse_pull(key, out=out, row_ids=nets.nd.arange(shape[0], dtype="int64"))
     check(out.asnumpy(), expected, f"key {key}: every row after an empty push")
 
+# -- 2-bit compression with residuals on the workers, against a bit-level reference -----------
+T = 0.5
+kv.set_gradient_compression({"type": "2bit", "threshold": T})
+kv.init(6, nets.nd.zeros(BIG))
+pattern = (np.arange(np.prod(BIG), dtype=np.float32).reshape(BIG) % 7 - 3) / 4
+
+
+def grad_of(r, step):
+    return (pattern * (r + 1) * (1 if step % 2 == 0 else -0.5)).astype(np.float32)
+
+
+residual = [np.zeros(BIG, np.float32) for _ in range(nw)]
+expected = np.zeros(BIG, np.float32)
+for step in range(3):
+    kv.push(6, nets.nd.array(grad_of(rank, step)))
+    sent_sum = np.zeros(BIG, np.float32)
+    for r in range(nw):
+        residual[r] += grad_of(r, step)
+        sent = np.where(residual[r] >= T, np.float32(T),
+                        np.where(residual[r] <= -T, np.float32(-T), np.float32(0)))
+        residual[r] -= sent
+        sent_sum += sent
+    expected = expected + sent_sum * RATE
+    out = nets.nd.zeros(BIG)
+    kv.pull(6, out=out)
+    check(out, expected, f"2-bit compression, step {step}")
+
 # -- invalid uses --------------------------------------------------------------------------
 expect_error("has not been initialized", lambda: kv.push(99, nets.nd.ones(SHAPE)))
 expect_error("already initialized", lambda: kv.init(2, nets.nd.ones(SHAPE)))
