@@ -161,6 +161,38 @@ class KVStore:
             raise NetsError(f"{what}: {arg} for key {key!r} has shape {tuple(array.shape)}, "
                             f"the key's value {tuple(value.shape)}")
 
+    def _held(self, key):
+        """What the store keeps of ``key`` (with its ``shape``), None for an unknown key."""
+        raise NotImplementedError
+
+    def _known(self, key, what):
+        """``_held(key)``, or a NetsError when ``key`` was not initialized."""
+        held = self._held(key)
+        if held is None:
+            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
+                            f"init({key!r}, value) first")
+        return held
+
+    def _check_init(self, pairs):
+        """Refuse to init a key twice, or with a value neither dense nor row_sparse."""
+        for key, array in pairs:
+            if self._held(key) is not None:
+                raise NetsError(f"init: key {key!r} is already initialized")
+            if array.stype not in ("default", "row_sparse"):
+                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
+                                f"dense or row_sparse values")
+
+    def _check_push(self, pairs):
+        """Refuse to push to an unknown key, or arrays of another shape or a sparse type
+        other than row_sparse."""
+        for key, arrays in pairs:
+            held = self._known(key, "push")
+            for a in arrays:
+                self._check_shape(key, a, held, "push", "value")
+                if a.stype not in ("default", "row_sparse"):
+                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
+                                    f"row_sparse arrays")
+
     def _ignored(self, key, out, ignore_sparse):
         """Whether ``pull`` leaves ``out`` unchanged: a row_sparse ``out`` with
         ``ignore_sparse`` (reported once per key)."""

@@ -101,12 +101,8 @@ class DistKVStore(KVStore):
     _barrier = barrier
 
     # -- helpers ---------------------------------------------------------------------------
-    def _layout(self, key, what):
-        layout = self._layouts.get(key)
-        if layout is None:
-            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
-                            f"init({key!r}, value) first")
-        return layout
+    def _held(self, key):
+        return self._layouts.get(key)
 
     def _wait_pushes(self, keys=None):
         """Wait for this worker's pushes of ``keys`` (all keys when None)."""
@@ -117,12 +113,7 @@ class DistKVStore(KVStore):
 
     # -- primitives ------------------------------------------------------------------------
     def _init(self, pairs):
-        for key, array in pairs:
-            if key in self._layouts:
-                raise NetsError(f"init: key {key!r} is already initialized")
-            if array.stype not in ("default", "row_sparse"):
-                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
-                                f"dense or row_sparse values")
+        self._check_init(pairs)
         layouts = {key: Layout(key, array.shape, len(self._servers), self._bound)
                    for key, array in pairs}
         if self._rank == 0:
@@ -136,13 +127,7 @@ class DistKVStore(KVStore):
         self.barrier()
 
     def _push(self, pairs):
-        for key, arrays in pairs:
-            layout = self._layout(key, "push")
-            for a in arrays:
-                self._check_shape(key, a, layout, "push", "value")
-                if a.stype not in ("default", "row_sparse"):
-                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
-                                    f"row_sparse arrays")
+        self._check_push(pairs)
         opt = self._optimizer
         hyper = None if opt is None else (opt.rescale_grad, opt.lr)
         for key, arrays in pairs:
@@ -158,7 +143,7 @@ class DistKVStore(KVStore):
 
     def _pull(self, pairs, ignore_sparse):
         for key, outs in pairs:
-            layout = self._layout(key, "pull")
+            layout = self._known(key, "pull")
             for o in outs:
                 self._check_shape(key, o, layout, "pull", "out")
         wanted = [(key, outs) for key, outs in pairs
@@ -177,7 +162,7 @@ class DistKVStore(KVStore):
 
     def _pull_rows(self, triples):
         for key, out, _ in triples:
-            self._check_shape(key, out, self._layout(key, "row_sparse_pull"),
+            self._check_shape(key, out, self._known(key, "row_sparse_pull"),
                               "row_sparse_pull", "out")
         self._wait_pushes([key for key, _, _ in triples])
         refs = []

@@ -31,32 +31,17 @@ class LocalKVStore(KVStore):
         self._updater = None
         self._compression = None
 
-    def _value(self, key, what):
-        value = self._values.get(key)
-        if value is None:
-            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
-                            f"init({key!r}, value) first")
-        return value
+    def _held(self, key):
+        return self._values.get(key)
 
     # -- primitives -------------------------------------------------------------------------
     def _init(self, pairs):
-        for key, array in pairs:
-            if key in self._values:
-                raise NetsError(f"init: key {key!r} is already initialized")
-            if array.stype not in ("default", "row_sparse"):
-                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
-                                f"dense or row_sparse values")
+        self._check_init(pairs)
         for key, array in pairs:
             self._values[key] = array.copy()
 
     def _push(self, pairs):
-        for key, arrays in pairs:
-            value = self._value(key, "push")
-            for a in arrays:
-                self._check_shape(key, a, value, "push", "value")
-                if a.stype not in ("default", "row_sparse"):
-                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
-                                    f"row_sparse arrays")
+        self._check_push(pairs)
         for key, arrays in pairs:
             if self._compression is not None:
                 arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
@@ -68,7 +53,7 @@ class LocalKVStore(KVStore):
 
     def _pull(self, pairs, ignore_sparse):
         for key, outs in pairs:
-            value = self._value(key, "pull")
+            value = self._known(key, "pull")
             for o in outs:
                 self._check_shape(key, o, value, "pull", "out")
         for key, outs in pairs:
@@ -79,7 +64,7 @@ class LocalKVStore(KVStore):
 
     def _pull_rows(self, triples):
         for key, out, _ in triples:
-            self._check_shape(key, out, self._value(key, "row_sparse_pull"), "row_sparse_pull",
+            self._check_shape(key, out, self._known(key, "row_sparse_pull"), "row_sparse_pull",
                               "out")
         for key, out, row_ids in triples:
             value = self._values[key]

@@ -84,7 +84,6 @@ class Server:
         self.store = LocalKVStore("local")
         self.updater = None  # the Updater of set_optimizer
         self.updating = False  # whether pushes update (set_optimizer or set_updater)
-        self.meta = {}  # key -> (shape, dtype) of the shard
         self.rounds = {}
         self.changed = asyncio.Condition()
 
@@ -96,8 +95,6 @@ class Server:
         """Store each ``(key, packed shard)``."""
         pairs = [(key, unpack(packed)) for key, packed in items]
         self.store.init([k for k, _ in pairs], [a for _, a in pairs])
-        for key, array in pairs:
-            self.meta[key] = (tuple(array.shape), array.dtype)
 
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` (a copy of the workers') on every push."""
@@ -159,25 +156,20 @@ class Server:
 
     def pull(self, key):
         """The dense value of ``key``'s shard (a numpy array)."""
-        shape, dtype = self._meta(key, "pull")
-        out = NDArray(aligned.empty(shape, dtype))
+        value = self.store._known(key, "pull")
+        out = NDArray(aligned.empty(value.shape, value.dtype))
         self.store.pull(key, out=out, ignore_sparse=False)
         return out.asnumpy()
 
     def pull_rows(self, key, local_ids):
         """Rows ``local_ids`` (sorted unique shard-local ids) of ``key``'s shard, packed
         row_sparse."""
-        shape, dtype = self._meta(key, "row_sparse_pull")
-        out = RowSparseNDArray(np.zeros((0,) + shape[1:], dtype), np.zeros(0, np.int64), shape)
+        value = self.store._known(key, "row_sparse_pull")
+        shape = tuple(value.shape)
+        out = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype), np.zeros(0, np.int64),
+                               shape)
         self.store.row_sparse_pull(key, out=out, row_ids=NDArray(np.asarray(local_ids)))
         return pack(out)
-
-    def _meta(self, key, what):
-        meta = self.meta.get(key)
-        if meta is None:
-            raise NetsError(f"{what}: key {key!r} has not been initialized on server "
-                            f"{self.index}; call init({key!r}, value) first")
-        return meta
 
     def get_states(self, keys):
         """``{key: (packed state, (step, log_decay, stamps) or None)}`` of the optimizer
