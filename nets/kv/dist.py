@@ -84,10 +84,12 @@ class DistKVStore(KVStore):
     # -- description ---------------------------------------------------------------------
     @property
     def rank(self):
+        """This worker's rank (``NETS_KV_RANK``)."""
         return self._rank
 
     @property
     def num_workers(self):
+        """How many workers share the store (``NETS_KV_NUM_WORKERS``)."""
         return self._num_workers
 
     def barrier(self):
