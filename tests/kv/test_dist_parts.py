@@ -2,6 +2,7 @@
 the server and coordinator logic (``nets.kv.server``), driven here directly with asyncio
 as Ray's asyncio actors drive them. Expected values come from numpy."""
 import asyncio
+import os
 
 import numpy as np
 import pytest
@@ -172,3 +173,11 @@ def test_server_states_round_trip_and_rows():
     np.testing.assert_array_equal(rows.data.asnumpy(), server.pull(0)[[1, 3]])
     with pytest.raises(NetsError, match="key 5 has not been initialized"):
         server.pull(5)
+
+
+def test_import_nets_does_not_import_ray():
+    import subprocess
+    import sys
+    code = "import sys, nets, nets.kv; assert 'ray' not in sys.modules, 'ray imported'"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
