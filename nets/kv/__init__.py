@@ -1,13 +1,14 @@
 """``nets.kv`` (also ``nets.kvstore``): MXNet's KVStore API.
 
 ``create(name)`` makes a store: ``'local'`` (in-process; ``'device'`` and MXNet's other
-single-machine names are aliases of it here). A store holds one value per key (``init``),
+single-machine names are aliases of it here) or, in a worker started by
+``python -m nets.kv.launch``, ``'dist_sync'``/``'dist_async'`` (Ray, the ``nets[dist]``
+extra; ``nets.kv.dist``, imported on first use). A store holds one value per key (``init``),
 sums the values pushed to a key (``push``; row_sparse ones over the union of their rows),
 applies an optimizer to the held value when one is set (``set_optimizer``: lazily for
 row_sparse gradients) and copies it out (``pull``, ``row_sparse_pull``).
 
-Backends are ``KVStore`` subclasses registered under their names (``register``); the
-distributed ``dist_*`` stores come with the ``nets[dist]`` extra and are not available yet.
+Backends are ``KVStore`` subclasses registered under their names (``register``).
 ``Trainer`` and ``Module`` take a store (or its name) through ``nets.kv.training``.
 """
 from .base import DIST_NAMES, KVStore, KVStoreBase, create, register

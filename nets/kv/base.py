@@ -5,9 +5,11 @@ The base class turns the API's calling conventions - one key or a list of keys, 
 or a list of arrays per key (MXNet's values of several devices), int or str keys - into
 lists of ``(key, [arrays])`` pairs checked once, and hands them to the backend's four
 primitives: ``_init``, ``_push``, ``_pull`` and ``_pull_rows``. A backend (the local store,
-later the Ray one) implements those and the optimizer methods.
+the Ray one of ``dist.py``) implements those and the optimizer methods.
 """
+import importlib
 import numbers
+import warnings
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
@@ -17,6 +19,8 @@ __all__ = ["KVStore", "KVStoreBase", "create", "register", "DIST_NAMES"]
 # MXNet's distributed store names: they need the Ray backend (``pip install nets[dist]``).
 DIST_NAMES = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync",
               "dist_async_device", "dist_device_async")
+
+DIST_BACKEND = "nets.kv.dist"  # the module that registers DIST_NAMES (imports Ray)
 
 _REGISTRY = {}
 
@@ -34,18 +38,28 @@ def register(klass):
 
 
 def create(name="local"):
-    """A new store of type ``name`` (``'local'``, ``'device'``, ...)."""
+    """A new store of type ``name``: ``'local'`` (``'device'``, ...) or a distributed one
+    (``'dist_sync'``, ``'dist_async'``, ...: the Ray backend of the ``nets[dist]`` extra)."""
     if not isinstance(name, str):
         raise NetsError(f"kv.create: name must be a string, got {type(name).__name__}")
+    if name in DIST_NAMES and name not in _REGISTRY:
+        _load_backend(name)
     klass = _REGISTRY.get(name)
-    if klass is not None:
-        return klass(name)
-    if name in DIST_NAMES:
-        raise NetsError(f"kv.create({name!r}): distributed stores need the nets[dist] extra "
-                        f"(Ray) and are not available yet in this version of nets; use "
-                        f"'local' on one machine")
-    raise NetsError(f"kv.create: unknown store type {name!r}; valid types: "
-                    f"{sorted(_REGISTRY)} (distributed, not available yet: {list(DIST_NAMES)})")
+    if klass is None:
+        raise NetsError(f"kv.create: unknown store type {name!r}; valid types: "
+                        f"{sorted(set(_REGISTRY) | set(DIST_NAMES))}")
+    return klass(name)
+
+
+def _load_backend(name):
+    """Import the Ray backend, which registers the distributed names. It is found by
+    module name on first use (as a plugin entry point would be), so that neither this
+    module nor ``import nets`` imports Ray."""
+    try:
+        importlib.import_module(DIST_BACKEND)
+    except ImportError as e:
+        raise NetsError(f"kv.create({name!r}): distributed stores need Ray: pip install "
+                        f"'nets[dist]' ({e})") from None
 
 
 def _is_key(key):
@@ -71,6 +85,7 @@ class KVStore:
     def __init__(self, name):
         self._type = name
         self._key_kind = None  # int or str, fixed by the first key the store sees
+        self._warned = set()  # keys whose ignored row_sparse pull was reported
 
     # -- description ---------------------------------------------------------------------
     @property
@@ -139,6 +154,56 @@ class KVStore:
                                     f"{type(a).__name__}")
             out.append((k, arrays))
         return out
+
+    @staticmethod
+    def _check_shape(key, array, value, what, arg):
+        if tuple(array.shape) != tuple(value.shape):
+            raise NetsError(f"{what}: {arg} for key {key!r} has shape {tuple(array.shape)}, "
+                            f"the key's value {tuple(value.shape)}")
+
+    def _held(self, key):
+        """What the store keeps of ``key`` (with its ``shape``), None for an unknown key."""
+        raise NotImplementedError
+
+    def _known(self, key, what):
+        """``_held(key)``, or a NetsError when ``key`` was not initialized."""
+        held = self._held(key)
+        if held is None:
+            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
+                            f"init({key!r}, value) first")
+        return held
+
+    def _check_init(self, pairs):
+        """Refuse to init a key twice, or with a value neither dense nor row_sparse."""
+        for key, array in pairs:
+            if self._held(key) is not None:
+                raise NetsError(f"init: key {key!r} is already initialized")
+            if array.stype not in ("default", "row_sparse"):
+                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
+                                f"dense or row_sparse values")
+
+    def _check_push(self, pairs):
+        """Refuse to push to an unknown key, or arrays of another shape or a sparse type
+        other than row_sparse."""
+        for key, arrays in pairs:
+            held = self._known(key, "push")
+            for a in arrays:
+                self._check_shape(key, a, held, "push", "value")
+                if a.stype not in ("default", "row_sparse"):
+                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
+                                    f"row_sparse arrays")
+
+    def _ignored(self, key, out, ignore_sparse):
+        """Whether ``pull`` leaves ``out`` unchanged: a row_sparse ``out`` with
+        ``ignore_sparse`` (reported once per key)."""
+        if out.stype != "row_sparse" or not ignore_sparse:
+            return False
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(f"pull: key {key!r}: a row_sparse out is left unchanged "
+                          f"(ignore_sparse=True); use row_sparse_pull, or Module.prepare "
+                          f"with sparse_row_id_fn", stacklevel=4)
+        return True
 
     # -- the API ---------------------------------------------------------------------------
     def init(self, key, value):

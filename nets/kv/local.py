@@ -4,8 +4,6 @@ single-machine names are the same store here: one process, CPU arrays).
 The store keeps its own copy of each key's value: ``init`` copies in, ``pull`` copies
 out, so arrays outside the store change only when pulled into.
 """
-import warnings
-
 import numpy as np
 
 from ..base import NetsError
@@ -32,40 +30,18 @@ class LocalKVStore(KVStore):
         self._values = {}
         self._updater = None
         self._compression = None
-        self._warned = set()  # keys whose ignored row_sparse pull was reported
 
-    def _value(self, key, what):
-        value = self._values.get(key)
-        if value is None:
-            raise NetsError(f"{what}: key {key!r} has not been initialized; call "
-                            f"init({key!r}, value) first")
-        return value
-
-    @staticmethod
-    def _check_shape(key, array, value, what, arg):
-        if tuple(array.shape) != tuple(value.shape):
-            raise NetsError(f"{what}: {arg} for key {key!r} has shape {tuple(array.shape)}, "
-                            f"the key's value {tuple(value.shape)}")
+    def _held(self, key):
+        return self._values.get(key)
 
     # -- primitives -------------------------------------------------------------------------
     def _init(self, pairs):
-        for key, array in pairs:
-            if key in self._values:
-                raise NetsError(f"init: key {key!r} is already initialized")
-            if array.stype not in ("default", "row_sparse"):
-                raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
-                                f"dense or row_sparse values")
+        self._check_init(pairs)
         for key, array in pairs:
             self._values[key] = array.copy()
 
     def _push(self, pairs):
-        for key, arrays in pairs:
-            value = self._value(key, "push")
-            for a in arrays:
-                self._check_shape(key, a, value, "push", "value")
-                if a.stype not in ("default", "row_sparse"):
-                    raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
-                                    f"row_sparse arrays")
+        self._check_push(pairs)
         for key, arrays in pairs:
             if self._compression is not None:
                 arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
@@ -77,23 +53,18 @@ class LocalKVStore(KVStore):
 
     def _pull(self, pairs, ignore_sparse):
         for key, outs in pairs:
-            value = self._value(key, "pull")
+            value = self._known(key, "pull")
             for o in outs:
                 self._check_shape(key, o, value, "pull", "out")
         for key, outs in pairs:
             for o in outs:
-                if o.stype == "row_sparse" and ignore_sparse:
-                    if key not in self._warned:
-                        self._warned.add(key)
-                        warnings.warn(f"pull: key {key!r}: a row_sparse out is left unchanged "
-                                      f"(ignore_sparse=True); use row_sparse_pull, or "
-                                      f"Module.prepare with sparse_row_id_fn", stacklevel=3)
+                if self._ignored(key, o, ignore_sparse):
                     continue
                 o[:] = self._values[key]
 
     def _pull_rows(self, triples):
         for key, out, _ in triples:
-            self._check_shape(key, out, self._value(key, "row_sparse_pull"), "row_sparse_pull",
+            self._check_shape(key, out, self._known(key, "row_sparse_pull"), "row_sparse_pull",
                               "out")
         for key, out, row_ids in triples:
             value = self._values[key]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
-from .base import KVStore, create
+from .base import DIST_NAMES, KVStore, create
 
 __all__ = ["store_for", "push_update", "reduce_grad"]
 
@@ -26,8 +26,10 @@ def store_for(kvstore, need_store, who):
     if not isinstance(kvstore, str):
         raise NetsError(f"{who}: kvstore must be None, a store type name or a nets.kv.KVStore, "
                         f"got {type(kvstore).__name__}")
-    store = create(kvstore)  # (checks the name: an unknown or distributed one raises)
-    return store if need_store else None
+    if not need_store and kvstore not in DIST_NAMES:
+        create(kvstore)  # (checks the name: an unknown one raises)
+        return None
+    return create(kvstore)
 
 
 def push_update(store, key, grad, weight):

@@ -264,8 +264,8 @@ def test_kvstore_is_kv():
 
 
 def test_distributed_and_unknown_types_raise_clearly():
-    for name in nets.kv.DIST_NAMES:
-        with pytest.raises(NetsError, match=r"nets\[dist\].*not available"):
+    for name in nets.kv.DIST_NAMES:  # outside a launched worker (or without Ray)
+        with pytest.raises(NetsError, match=r"nets\[dist\]"):
             nets.kv.create(name)
     with pytest.raises(NetsError, match=r"unknown store type 'nccl'.*'local'"):
         nets.kv.create("nccl")

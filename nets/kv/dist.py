@@ -1,0 +1,277 @@
+"""``DistKVStore``: the worker side of MXNet's distributed stores on Ray
+(``dist_sync``, ``dist_async`` and their ``_device`` aliases).
+
+A worker process started by ``python -m nets.kv.launch`` makes one with
+``nets.kv.create('dist_sync')``; the environment says which cluster, actors and rank
+(``nets.kv.cluster``). Values live on the servers (``nets.kv.server``), sharded as
+``nets.kv.shard`` says; the worker holds only the keys' shapes.
+
+- ``init``: only rank 0's values are sent, then every worker waits at a barrier.
+- ``push``: the arrays given for a key are compressed (if set, with residuals kept here,
+  as the local store does), summed here, cut into shards and sent; the call returns
+  without waiting (MXNet's non-blocking push). A later ``pull``/``row_sparse_pull`` of
+  the key, a ``barrier`` or the states' save/load first waits for this worker's pushes:
+  under ``dist_sync`` a push completes when every worker pushed that round and the sum
+  was applied, so a pull after a push sees the round's update.
+- ``set_optimizer``: rank 0 sends a copy of the optimizer to the servers (its
+  ``param_dict`` reduced to names and multipliers); each push carries the worker's
+  ``rescale_grad`` and learning rate, which ``Trainer`` may change between steps.
+- ``save_optimizer_states``/``load_optimizer_states`` gather and spread the servers'
+  shard states: the file is the one ``Trainer.save_states`` writes on one machine.
+"""
+import atexit
+import copy
+
+import numpy as np
+
+from ..base import NetsError
+from ..arrays.dense import NDArray
+from ..optim import Optimizer
+from ..optim.optimizer import Record
+from ..ops import add_n
+from ..ops.sparse_ops import as_row_ids
+from .base import DIST_NAMES, KVStore, register
+from .cluster import from_environment, gather
+from .compression import from_params
+from .server import pack_tree, unpack_tree
+from .shard import Layout, big_bound, cut, join, pack, unpack
+from .updater import Updater
+
+__all__ = ["DistKVStore"]
+
+
+class _Param:
+    """What a server's optimizer reads of a parameter: its name and multipliers."""
+
+    def __init__(self, param):
+        self.name = getattr(param, "name", None)
+        self.lr_mult = getattr(param, "lr_mult", 1.0)
+        self.wd_mult = getattr(param, "wd_mult", 1.0)
+
+
+def _portable(optimizer):
+    """A copy of ``optimizer`` to ship to the servers: parameters become ``_Param``s
+    (a Parameter would carry its arrays along)."""
+    out = copy.copy(optimizer)
+    out.param_dict = {i: _Param(p) for i, p in optimizer.param_dict.items()}
+    return out
+
+
+@register
+class DistKVStore(KVStore):
+    """A distributed store (``nets.kv.create('dist_sync')`` in a launched worker)."""
+
+    names = DIST_NAMES
+
+    def __init__(self, name):
+        super().__init__(name)
+        self._rank, self._num_workers, self._servers, self._coordinator = \
+            from_environment(f"kv.create({name!r})")
+        self._bound = big_bound()
+        self._layouts = {}  # key -> Layout
+        self._rounds = {}  # key -> pushes of the key by this worker
+        self._pending = {}  # key -> [(server, ObjectRef)] of pushes not yet waited for
+        self._barriers = 0
+        self._optimizer = None
+        self._compression = None
+        if self._rank == 0:
+            sync = "async" not in name
+            gather([(i, s.set_sync.remote(sync)) for i, s in enumerate(self._servers)],
+                   f"kv.create({name!r})")
+        self.barrier()
+        atexit.register(self._wait_pushes)
+
+    # -- description ---------------------------------------------------------------------
+    @property
+    def rank(self):
+        """This worker's rank (``NETS_KV_RANK``)."""
+        return self._rank
+
+    @property
+    def num_workers(self):
+        """How many workers share the store (``NETS_KV_NUM_WORKERS``)."""
+        return self._num_workers
+
+    def barrier(self):
+        """Wait for this worker's pushes, then until every worker reaches its barrier of
+        the same number (a ``NetsError`` after ``NETS_KV_TIMEOUT`` names the absent)."""
+        self._wait_pushes()
+        self._barriers += 1
+        gather([(None, self._coordinator.barrier.remote(self._rank, self._barriers))],
+               "barrier")
+
+    _barrier = barrier
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _held(self, key):
+        return self._layouts.get(key)
+
+    def _wait_pushes(self, keys=None):
+        """Wait for this worker's pushes of ``keys`` (all keys when None)."""
+        keys = list(self._pending) if keys is None else [k for k in keys if k in self._pending]
+        refs = [r for k in keys for r in self._pending.pop(k)]
+        if refs:
+            gather(refs, "push")
+
+    # -- primitives ------------------------------------------------------------------------
+    def _init(self, pairs):
+        self._check_init(pairs)
+        layouts = {key: Layout(key, array.shape, len(self._servers), self._bound)
+                   for key, array in pairs}
+        if self._rank == 0:
+            items = {}
+            for key, array in pairs:
+                for server, lo, hi in layouts[key].parts:
+                    items.setdefault(server, []).append((key, pack(cut(array, lo, hi))))
+            gather([(s, self._servers[s].init.remote(batch)) for s, batch in items.items()],
+                   "init")
+        self._layouts.update(layouts)
+        self.barrier()
+
+    def _push(self, pairs):
+        self._check_push(pairs)
+        opt = self._optimizer
+        hyper = None if opt is None else (opt.rescale_grad, opt.lr)
+        for key, arrays in pairs:
+            if self._compression is not None:
+                arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
+            merged = arrays[0] if len(arrays) == 1 else add_n(*arrays)
+            round_no = self._rounds.get(key, 0)
+            self._rounds[key] = round_no + 1
+            refs = self._pending.setdefault(key, [])
+            for server, lo, hi in self._layouts[key].parts:
+                refs.append((server, self._servers[server].push.remote(
+                    key, self._rank, round_no, pack(cut(merged, lo, hi)), hyper)))
+
+    def _pull(self, pairs, ignore_sparse):
+        for key, outs in pairs:
+            layout = self._known(key, "pull")
+            for o in outs:
+                self._check_shape(key, o, layout, "pull", "out")
+        wanted = [(key, outs) for key, outs in pairs
+                  if not all(self._ignored(key, o, ignore_sparse) for o in outs)]
+        self._wait_pushes([key for key, _ in wanted])
+        refs = [(server, self._servers[server].pull.remote(key))
+                for key, _ in wanted for server, _, _ in self._layouts[key].parts]
+        values = iter(gather(refs, "pull"))
+        for key, outs in wanted:
+            layout = self._layouts[key]
+            value = join([(lo, NDArray(next(values))) for _, lo, _ in layout.parts],
+                         layout.shape)
+            for o in outs:
+                if o.stype != "row_sparse" or not ignore_sparse:
+                    o[:] = value
+
+    def _pull_rows(self, triples):
+        for key, out, _ in triples:
+            self._check_shape(key, out, self._known(key, "row_sparse_pull"),
+                              "row_sparse_pull", "out")
+        self._wait_pushes([key for key, _, _ in triples])
+        refs = []
+        for key, _, row_ids in triples:
+            layout = self._layouts[key]
+            rows = np.unique(as_row_ids(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull",
+                                        "row_ids"))
+            refs += [(server, self._servers[server].pull_rows.remote(key, ids))
+                     for server, _, ids in layout.route(rows)]
+        shards = iter(gather(refs, "row_sparse_pull"))
+        for key, out, _ in triples:
+            layout = self._layouts[key]
+            out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
+                             layout.shape))
+
+    # -- optimizer and compression -------------------------------------------------------------
+    def _to_servers(self, method, args, what):
+        """Rank 0 calls ``method(*args[i])`` on server ``i``; then every worker waits at a
+        barrier, so that none goes on before the servers changed."""
+        if self._rank == 0:
+            gather([(i, getattr(s, method).remote(*args[i]))
+                    for i, s in enumerate(self._servers)], what)
+        self.barrier()
+
+    def set_optimizer(self, optimizer):
+        if not isinstance(optimizer, Optimizer):
+            raise NetsError(f"set_optimizer: expected a nets.optim.Optimizer, got "
+                            f"{type(optimizer).__name__}")
+        self._optimizer = optimizer
+        self._to_servers("set_optimizer", [(_portable(optimizer),)] * len(self._servers),
+                         "set_optimizer")
+
+    def _set_updater(self, updater):
+        """Run ``updater(key, pushed_sum, stored_shard)`` on the servers at each push (it
+        is pickled to them; a shard of a big key has local row ids)."""
+        if not callable(updater):
+            raise NetsError(f"_set_updater: expected a callable, got {type(updater).__name__}")
+        self._optimizer = None
+        self._to_servers("set_updater", [(updater,)] * len(self._servers), "_set_updater")
+
+    def set_gradient_compression(self, compression_params):
+        self._compression = from_params(compression_params)
+
+    def _states_updater(self, what):
+        if self._optimizer is None:
+            raise NetsError(f"{what}: the store has no optimizer; call set_optimizer first")
+        self._wait_pushes()
+        return Updater(copy.copy(self._optimizer))
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Gather every server's shard states into ``fname``: the file a single-process
+        ``Trainer.save_states`` writes (MXNet 1.x refused this in distributed mode).
+        ``dump_optimizer`` is accepted for MXNet's signature; the optimizer is not
+        stored."""
+        updater = self._states_updater("save_optimizer_states")
+        keys = list(self._layouts)
+        refs = [(i, s.get_states.remote(keys)) for i, s in enumerate(self._servers)]
+        by_server = gather(refs, "save_optimizer_states")
+        records = {}
+        for key in keys:
+            layout = self._layouts[key]
+            got = [(lo, by_server[s].get(key)) for s, lo, _ in layout.parts]
+            if any(g is None for _, g in got):
+                continue  # not updated yet: no state (it is made at the key's first update)
+            updater.states[key] = _join_state([(lo, unpack_tree(g[0])) for lo, g in got],
+                                              layout.shape)
+            first = got[0][1][1]
+            if first is not None:
+                stamps = [g[1][2] for _, g in got]
+                records[key] = Record(first[0], first[1], None if stamps[0] is None
+                                      else np.concatenate(stamps))
+        updater.optimizer.records = records
+        updater.optimizer.num_update = max((r.step for r in records.values()), default=0)
+        updater.save(fname, keys)
+
+    def load_optimizer_states(self, fname):
+        """Read ``fname`` (written by ``save_optimizer_states`` here, by a local store, or
+        by ``Trainer.save_states``) and give each server its shards' states."""
+        updater = self._states_updater("load_optimizer_states")
+        keys = list(self._layouts)
+        updater.load(fname, keys)
+        records = updater.optimizer.records
+        items = [{} for _ in self._servers]
+        for key, state in updater.states.items():
+            r = records.get(key)
+            for server, lo, hi in self._layouts[key].parts:
+                rec = None if r is None else (r.step, r.log_decay, None if r.stamps is None
+                                              else r.stamps[lo:hi])
+                items[server][key] = (pack_tree(_cut_state(state, lo, hi)), rec)
+        self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
+
+
+def _cut_state(state, lo, hi):
+    """Rows ``[lo, hi)`` of every array of an optimizer state."""
+    if state is None:
+        return None
+    if isinstance(state, NDArray):
+        return cut(state, lo, hi)
+    return tuple(_cut_state(s, lo, hi) for s in state)
+
+
+def _join_state(shards, shape):
+    """One state from ``[(lo, shard state)]``: each array joined along rows."""
+    first = shards[0][1]
+    if first is None:
+        return None
+    if isinstance(first, NDArray):
+        return join([(lo, s) for lo, s in shards], (shape[0],) + tuple(first.shape[1:]))
+    return tuple(_join_state([(lo, s[i]) for lo, s in shards], shape)
+                 for i in range(len(first)))

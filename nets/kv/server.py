@@ -1,0 +1,223 @@
+"""The actors of a distributed store: ``Server`` (holds shards and updates them) and
+``Coordinator`` (barriers). Plain classes; ``nets.kv.cluster`` runs them as Ray actors
+(asyncio actors: one process each, its calls interleaving only at ``await``).
+
+A server keeps its shards in a ``LocalKVStore``: the shards of one key are that key in the
+local store, so merging the workers' pushes (``push`` of a list: row_sparse ones over the
+union of their rows) and applying the optimizer (lazily for row_sparse gradients, the key
+being the optimizer's parameter index) are the local store's code, run once per round.
+
+``dist_sync``: a push of round ``r`` of a key (the ``r``-th push of that key by its worker)
+waits until rounds before ``r`` completed, joins round ``r``, and returns once every worker
+pushed in round ``r`` and the sum was applied. ``dist_async``: a push is applied on
+arrival. Every wait ends after ``timeout`` seconds with a ``NetsError`` naming the workers
+that did not arrive.
+"""
+import asyncio
+
+import numpy as np
+
+from ..base import NetsError
+from ..arrays import aligned
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
+from ..optim.optimizer import Record
+from .local import LocalKVStore
+from .shard import pack, unpack
+from .updater import Updater
+
+__all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
+
+
+def pack_tree(state):
+    """An optimizer state (None, an array or nested tuples of arrays) made picklable."""
+    if state is None:
+        return None
+    if isinstance(state, NDArray):
+        return pack(state)
+    return [pack_tree(s) for s in state]
+
+
+def unpack_tree(packed):
+    """Inverse of ``pack_tree``."""
+    if packed is None:
+        return None
+    if isinstance(packed, tuple):
+        return unpack(packed)
+    return tuple(unpack_tree(s) for s in packed)
+
+
+class _Round:
+    """One key's push rounds on a server: ``done`` rounds completed; ``arrived`` maps the
+    ranks that pushed in the current round to their arrays; ``error`` is the failure of
+    the round that raised when applied (reported to every worker of that round)."""
+
+    def __init__(self):
+        self.done, self.arrived, self.errors = 0, {}, {}
+
+
+async def _wait(cond, predicate, timeout, describe):
+    """Wait on ``cond`` until ``predicate()``; after ``timeout`` seconds raise
+    ``NetsError(describe())``."""
+    async with cond:
+        try:
+            await asyncio.wait_for(cond.wait_for(predicate), timeout)
+        except asyncio.TimeoutError:
+            raise NetsError(describe()) from None
+
+
+def _missing(arrived, num_workers):
+    return sorted(set(range(num_workers)) - set(arrived))
+
+
+class Server:
+    """Server ``index`` of a distributed store: one shard of each key it holds."""
+
+    def __init__(self, index, num_workers, timeout):
+        self.index = index
+        self.reset(num_workers, timeout)
+
+    def reset(self, num_workers, timeout):
+        """Forget every key, the optimizer and the rounds; serve ``num_workers`` workers,
+        waiting at most ``timeout`` seconds for them."""
+        self.num_workers, self.timeout, self.sync = num_workers, timeout, True
+        self.store = LocalKVStore("local")
+        self.updater = None  # the Updater of set_optimizer
+        self.updating = False  # whether pushes update (set_optimizer or set_updater)
+        self.rounds = {}
+        self.changed = asyncio.Condition()
+
+    def set_sync(self, sync):
+        """``dist_sync`` (True: rounds) or ``dist_async`` (False: applied on arrival)."""
+        self.sync = bool(sync)
+
+    def init(self, items):
+        """Store each ``(key, packed shard)``."""
+        pairs = [(key, unpack(packed)) for key, packed in items]
+        self.store.init([k for k, _ in pairs], [a for _, a in pairs])
+
+    def set_optimizer(self, optimizer):
+        """Run ``optimizer`` (a copy of the workers') on every push."""
+        self.updater = Updater(optimizer)
+        self.store._set_updater(self.updater)
+        self.updating = True
+
+    def set_updater(self, updater):
+        """Run ``updater(key, pushed, stored)`` on every push (``_set_updater``)."""
+        self.updater = None
+        self.store._set_updater(updater)
+        self.updating = True
+
+    def _set_hyper(self, hyper):
+        if hyper is not None and self.updater is not None:
+            self.updater.optimizer.rescale_grad, self.updater.optimizer.lr = hyper
+
+    async def push(self, key, rank, round_no, packed, hyper):
+        """Worker ``rank``'s ``round_no``-th push of ``key`` (see the module's docstring);
+        ``hyper`` = the worker optimizer's ``(rescale_grad, lr)``, applied to the server's
+        copy (Trainer sets ``rescale_grad`` per batch size)."""
+        array = unpack(packed)
+        if not self.sync:
+            if not self.updating:
+                raise NetsError("dist_async: a push is applied on arrival and needs an "
+                                "optimizer; call set_optimizer before pushing")
+            self._set_hyper(hyper)
+            self.store.push(key, array)
+            return
+        state = self.rounds.setdefault(key, _Round())
+
+        def late():
+            return (f"dist_sync: push of key {key!r} (round {round_no}) on server "
+                    f"{self.index}: workers {_missing(state.arrived, self.num_workers)} did "
+                    f"not push within {self.timeout:g} s (NETS_KV_TIMEOUT); a worker stopped "
+                    f"early or pushed this key fewer times")
+
+        await _wait(self.changed, lambda: state.done >= round_no, self.timeout, late)
+        if rank in state.arrived:
+            raise NetsError(f"dist_sync: worker {rank} pushed key {key!r} twice in round "
+                            f"{round_no}")
+        state.arrived[rank] = array
+        if len(state.arrived) == self.num_workers:
+            arrays = [state.arrived[r] for r in sorted(state.arrived)]
+            state.arrived = {}
+            try:
+                self._set_hyper(hyper)
+                self.store.push(key, arrays)
+            except Exception as e:  # every worker of the round hears of it
+                state.errors[round_no] = e
+            async with self.changed:
+                state.done += 1
+                self.changed.notify_all()
+        else:
+            await _wait(self.changed, lambda: state.done > round_no, self.timeout, late)
+        error = state.errors.get(round_no)
+        if error is not None:
+            raise error
+
+    def pull(self, key):
+        """The dense value of ``key``'s shard (a numpy array)."""
+        value = self.store._known(key, "pull")
+        out = NDArray(aligned.empty(value.shape, value.dtype))
+        self.store.pull(key, out=out, ignore_sparse=False)
+        return out.asnumpy()
+
+    def pull_rows(self, key, local_ids):
+        """Rows ``local_ids`` (sorted unique shard-local ids) of ``key``'s shard, packed
+        row_sparse."""
+        value = self.store._known(key, "row_sparse_pull")
+        shape = tuple(value.shape)
+        out = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype), np.zeros(0, np.int64),
+                               shape)
+        self.store.row_sparse_pull(key, out=out, row_ids=NDArray(np.asarray(local_ids)))
+        return pack(out)
+
+    def get_states(self, keys):
+        """``{key: (packed state, (step, log_decay, stamps) or None)}`` of the optimizer
+        for those of ``keys`` it updated."""
+        updater = self._updater("save_optimizer_states")
+        out = {}
+        for key in keys:
+            if key in updater.states:
+                r = updater.optimizer.records.get(key)
+                out[key] = (pack_tree(updater.states[key]),
+                            None if r is None else (r.step, r.log_decay, r.stamps))
+        return out
+
+    def set_states(self, items):
+        """Replace the optimizer's states: ``{key: (packed state, record)}`` as
+        ``get_states`` returns them (keys absent start afresh)."""
+        updater = self._updater("load_optimizer_states")
+        opt = updater.optimizer
+        updater.states = {k: unpack_tree(s) for k, (s, _) in items.items()}
+        opt.records = {k: Record(*r) for k, (_, r) in items.items() if r is not None}
+        opt.num_update = max((r.step for r in opt.records.values()), default=0)
+
+    def _updater(self, what):
+        if self.updater is None:
+            raise NetsError(f"{what}: the store has no optimizer; call set_optimizer first")
+        return self.updater
+
+
+class Coordinator:
+    """Barriers of the workers of one distributed store."""
+
+    def __init__(self, num_workers, timeout):
+        self.reset(num_workers, timeout)
+
+    def reset(self, num_workers, timeout):
+        """Forget past barriers; serve ``num_workers`` workers, waiting at most ``timeout``
+        seconds for them."""
+        self.num_workers, self.timeout = num_workers, timeout
+        self.arrived = {}  # barrier number -> ranks that reached it
+        self.changed = asyncio.Condition()
+
+    async def barrier(self, rank, number):
+        """Worker ``rank`` reached its ``number``-th barrier: return when all have."""
+        ranks = self.arrived.setdefault(number, set())
+        async with self.changed:
+            ranks.add(rank)
+            self.changed.notify_all()
+        await _wait(self.changed, lambda: len(ranks) == self.num_workers, self.timeout,
+                    lambda: f"barrier {number}: workers {_missing(ranks, self.num_workers)} "
+                            f"did not arrive within {self.timeout:g} s (NETS_KV_TIMEOUT); a "
+                            f"worker stopped early or skipped a barrier")

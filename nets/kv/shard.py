@@ -1,0 +1,114 @@
+"""Where a key of a distributed store lives, and arrays cut into and joined from shards.
+
+A key of ``bound`` elements or more (``NETS_KV_BIGARRAY_BOUND``, default 1,000,000:
+MXNet's ``MXNET_KVSTORE_BIGARRAY_BOUND``) is split by contiguous row ranges over the
+servers; a smaller key lives whole on one server, chosen by a hash of the key's text that
+every process computes alike (``zlib.crc32``, not Python's salted ``hash``). A shard is an
+array of the key's type holding rows ``[lo, hi)`` with local row ids ``0 .. hi-lo-1``, so
+a server applies the same optimizer kernels to it as a local store to a whole key.
+
+Arrays cross process boundaries as ``pack``ed tuples of numpy arrays (Ray moves numpy
+buffers without pickling their bytes); ``unpack`` makes them nets arrays again.
+"""
+import os
+import zlib
+
+import numpy as np
+
+from ..base import INDEX_DTYPE, NetsError
+from ..arrays import aligned
+from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
+
+__all__ = ["Layout", "big_bound", "pack", "unpack", "cut", "join"]
+
+DEFAULT_BOUND = 1_000_000
+
+
+def big_bound():
+    """``NETS_KV_BIGARRAY_BOUND``: the element count from which a key is sharded."""
+    text = os.environ.get("NETS_KV_BIGARRAY_BOUND", str(DEFAULT_BOUND))
+    try:
+        bound = int(text)
+    except ValueError:
+        bound = 0
+    if bound < 1:
+        raise NetsError(f"NETS_KV_BIGARRAY_BOUND={text!r}; expected a whole number >= 1")
+    return bound
+
+
+class Layout:
+    """The shards of one key: ``parts`` is a list of ``(server, lo, hi)`` row ranges
+    (one range for a small key, ``(server, 0, rows)``)."""
+
+    def __init__(self, key, shape, num_servers, bound):
+        self.shape = tuple(shape)
+        rows = self.shape[0] if self.shape else 1
+        size = int(np.prod(self.shape, dtype=np.int64))
+        if size >= bound and num_servers > 1 and rows > 1:
+            cuts = [rows * s // num_servers for s in range(num_servers + 1)]
+            self.parts = [(s, cuts[s], cuts[s + 1]) for s in range(num_servers)
+                          if cuts[s + 1] > cuts[s]]
+        else:
+            self.parts = [(zlib.crc32(repr(key).encode()) % num_servers, 0, rows)]
+
+    @property
+    def whole(self):
+        """Whether the key lives on one server, unsplit."""
+        return len(self.parts) == 1
+
+    def route(self, rows):
+        """``[(server, lo, local ids)]``: sorted unique global ``rows`` split by shard."""
+        out = []
+        for server, lo, hi in self.parts:
+            a, b = np.searchsorted(rows, [lo, hi])
+            out.append((server, lo, rows[a:b] - lo))
+        return out
+
+
+def pack(array):
+    """A picklable description of a dense or row_sparse ``array`` (numpy buffers)."""
+    if array.stype == "row_sparse":
+        return ("row_sparse", array.data.asnumpy(), array.indices.asnumpy(), array.shape)
+    return ("default", array.asnumpy())
+
+
+def _own(a):
+    """``a``, or an aligned copy when it is a read-only view of a received buffer."""
+    return a if a.flags.writeable else aligned.copy(a)
+
+
+def unpack(packed):
+    """The nets array that ``pack`` described (writable buffers)."""
+    if packed[0] == "row_sparse":
+        _, data, indices, shape = packed
+        return RowSparseNDArray(_own(data), _own(indices).astype(INDEX_DTYPE, copy=False),
+                                shape)
+    return NDArray(_own(packed[1]))
+
+
+def cut(array, lo, hi):
+    """Rows ``[lo, hi)`` of a dense or row_sparse ``array`` as an array of ``hi - lo``
+    rows (local row ids), for a shard; the whole array when it is the only shard."""
+    if lo == 0 and hi == (array.shape[0] if array.shape else 1):
+        return array
+    shape = (hi - lo,) + tuple(array.shape[1:])
+    if array.stype == "row_sparse":
+        indices = array.indices.asnumpy()
+        a, b = np.searchsorted(indices, [lo, hi])
+        return RowSparseNDArray(array.data.asnumpy()[a:b], indices[a:b] - lo, shape,
+                                array.context)
+    return NDArray(array.asnumpy()[lo:hi], array.context)
+
+
+def join(shards, shape):
+    """The array of ``shape`` made of ``[(lo, shard array)]`` (ascending ``lo``): dense
+    when every shard is dense, else row_sparse with each shard's rows shifted by ``lo``."""
+    if len(shards) == 1 and shards[0][0] == 0 and tuple(shards[0][1].shape) == tuple(shape):
+        return shards[0][1]
+    if all(s.stype == "default" for _, s in shards):
+        return NDArray(np.concatenate([s.asnumpy() for _, s in shards]))
+    parts = [s if s.stype == "row_sparse" else s.tostype("row_sparse") for _, s in shards]
+    data = np.concatenate([p.data.asnumpy() for p in parts])
+    indices = np.concatenate([p.indices.asnumpy() + lo for (lo, _), p in zip(shards, parts)])
+    return RowSparseNDArray(data, indices.astype(INDEX_DTYPE, copy=False), shape)

@@ -1,0 +1,47 @@
+"""The Ray cluster of the distributed-store tests: one per test run, started on first use
+on 127.0.0.1 with a capped object store (``nets.kv.cluster.start_local``, as the launcher
+starts it), with one store's actors (2 servers and a coordinator) that every test reuses,
+emptied between tests. Workers are subprocesses started through
+``nets.kv.cluster.run_workers``, the launcher's code path."""
+import io
+import os
+import sys
+
+import pytest
+
+# Ray reads this when imported: "0" puts the cluster these tests start on 127.0.0.1 only
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_workers")
+SERVERS = 2
+BOUND = "20"  # NETS_KV_BIGARRAY_BOUND in the workers: tiny, so that big keys are sharded
+
+
+class DistCluster:
+    """The session's cluster: ``address``, the reused actors ``group``, and ``run``."""
+
+    def __init__(self, cluster, address, group):
+        self.cluster, self.address, self.group = cluster, address, group
+
+    def run(self, script, workers, servers=SERVERS, args=(), timeout=60, env=None):
+        """Run ``dist_workers/script`` as ``workers`` workers of a fresh store on the first
+        ``servers`` servers (waits of ``timeout`` seconds); ``(return codes, output)``."""
+        self.group.reset(workers, timeout)
+        extra = {"NETS_KV_BIGARRAY_BOUND": BOUND, "NETS_KV_TIMEOUT": str(timeout),
+                 **(env or {})}
+        envs = [dict(self.group.environment(r, self.address, servers), **extra)
+                for r in range(workers)]
+        out = io.StringIO()
+        codes = self.cluster.run_workers([sys.executable, os.path.join(WORKERS, script),
+                                          *map(str, args)], envs, out)
+        return codes, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def dist_cluster():
+    ray = pytest.importorskip("ray")
+    from nets.kv import cluster
+    address = cluster.start_local(object_store_memory=128 * 2**20)
+    try:
+        yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
+    finally:
+        ray.shutdown()

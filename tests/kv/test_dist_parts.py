@@ -1,0 +1,183 @@
+"""The parts of the distributed store that need no Ray: sharding (``nets.kv.shard``) and
+the server and coordinator logic (``nets.kv.server``), driven here directly with asyncio
+as Ray's asyncio actors drive them. Expected values come from numpy."""
+import asyncio
+import os
+
+import numpy as np
+import pytest
+
+import nets
+from nets.base import NetsError
+from nets.kv.server import Coordinator, Server, pack_tree, unpack_tree
+from nets.kv.shard import Layout, big_bound, cut, join, pack, unpack
+
+
+def _rsp(dense):
+    return nets.nd.array(dense).tostype("row_sparse")
+
+
+def test_layout_splits_big_keys_by_rows_and_places_small_keys_by_a_stable_hash():
+    big = Layout(7, (10, 3), 3, bound=30)
+    assert big.parts == [(0, 0, 3), (1, 3, 6), (2, 6, 10)]
+    assert not big.whole
+    routed = big.route(np.array([0, 2, 3, 9]))
+    assert [(s, lo, ids.tolist()) for s, lo, ids in routed] == [
+        (0, 0, [0, 2]), (1, 3, [0]), (2, 6, [3])]
+    small = Layout(7, (10, 3), 3, bound=31)
+    assert small.whole and small.parts[0][1:] == (0, 10)
+    # the same server in every process: zlib.crc32 of the key's text, not Python's hash
+    import zlib
+    assert small.parts[0][0] == zlib.crc32(b"7") % 3
+    assert Layout("w", (2, 2), 4, bound=1).parts == [(1, 0, 1), (3, 1, 2)]  # rows < servers
+    assert Layout(1, (), 2, bound=1).whole  # a scalar is never split
+
+
+def test_big_bound_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("NETS_KV_BIGARRAY_BOUND", "123")
+    assert big_bound() == 123
+    monkeypatch.setenv("NETS_KV_BIGARRAY_BOUND", "zero")
+    with pytest.raises(NetsError, match="NETS_KV_BIGARRAY_BOUND='zero'"):
+        big_bound()
+
+
+@pytest.mark.parametrize("stype", ["default", "row_sparse"])
+def test_cut_and_join_rebuild_the_array(stype):
+    dense = np.zeros((10, 2), np.float32)
+    dense[[1, 4, 5, 9]] = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    array = nets.nd.array(dense) if stype == "default" else _rsp(dense)
+    layout = Layout(0, dense.shape, 3, bound=1)
+    shards = [(lo, unpack(pack(cut(array, lo, hi)))) for _, lo, hi in layout.parts]
+    for (_, lo, hi), (_, shard) in zip(layout.parts, shards):
+        assert shard.stype == stype and shard.shape == (hi - lo, 2)
+        np.testing.assert_array_equal(shard.asnumpy(), dense[lo:hi])
+    whole = join(shards, dense.shape)
+    assert whole.stype == stype
+    np.testing.assert_array_equal(whole.asnumpy(), dense)
+    if stype == "row_sparse":
+        np.testing.assert_array_equal(whole.indices.asnumpy(), [1, 4, 5, 9])
+
+
+def test_unpacked_arrays_are_writable():
+    packed = pack(nets.nd.ones((3, 2)))
+    packed[1].flags.writeable = False  # as a buffer received from Ray's object store
+    out = unpack(packed)
+    out[:] = 5
+    assert out.asnumpy().sum() == 30
+
+
+def test_state_trees_round_trip():
+    state = (nets.nd.ones((2, 2)), (None, _rsp(np.eye(2, dtype=np.float32))))
+    back = unpack_tree(pack_tree(state))
+    np.testing.assert_array_equal(back[0].asnumpy(), np.ones((2, 2)))
+    assert back[1][0] is None and back[1][1].stype == "row_sparse"
+    assert unpack_tree(pack_tree(None)) is None
+
+
+@pytest.fixture(autouse=True)
+def _loop():
+    """One event loop per test, as an actor has one for its life (a server's condition
+    binds to the loop that first waits on it)."""
+    global LOOP
+    LOOP = asyncio.new_event_loop()
+    yield
+    LOOP.close()
+
+
+def _run(*coroutines):
+    """Run ``coroutines`` concurrently; their results or exceptions."""
+    async def main():
+        return await asyncio.gather(*coroutines, return_exceptions=True)
+    return LOOP.run_until_complete(main())
+
+
+def test_a_sync_round_applies_the_optimizer_once_to_the_sum():
+    server = Server(0, num_workers=2, timeout=5)
+    server.init([(3, pack(nets.nd.ones((3, 2))))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5))
+    g0, g1 = np.full((3, 2), 1, np.float32), np.full((3, 2), 3, np.float32)
+    results = _run(server.push(3, 1, 0, pack(nets.nd.array(g1)), (1.0, 0.5)),
+                   server.push(3, 0, 0, pack(nets.nd.array(g0)), (1.0, 0.5)))
+    assert results == [None, None]
+    np.testing.assert_array_equal(server.pull(3), 1 - 0.5 * (g0 + g1))
+    # the workers' rescale_grad travels with the push
+    _run(server.push(3, 0, 1, pack(nets.nd.array(g0)), (0.25, 0.5)),
+         server.push(3, 1, 1, pack(nets.nd.array(g1)), (0.25, 0.5)))
+    np.testing.assert_array_equal(server.pull(3), 1 - 0.5 * (g0 + g1) * 1.25)  # 0.5 + 0.25
+
+
+def test_a_second_push_of_a_worker_joins_the_next_round():
+    server = Server(0, num_workers=2, timeout=5)
+    server.init([(0, pack(nets.nd.zeros((2,))))])
+    seen = []
+    server.set_updater(lambda key, grad, stored: seen.append(grad.asnumpy().tolist()))
+    one = pack(nets.nd.ones((2,)))
+    _run(server.push(0, 0, 0, one, None), server.push(0, 0, 1, pack(nets.nd.ones((2,)) * 2),
+                                                      None),
+         server.push(0, 1, 0, one, None), server.push(0, 1, 1, one, None))
+    assert seen == [[2.0, 2.0], [3.0, 3.0]]  # round 0: 1 + 1, round 1: 2 + 1
+
+
+def test_a_missing_worker_times_out_naming_its_rank():
+    server = Server(1, num_workers=3, timeout=0.2)
+    server.init([("w", pack(nets.nd.zeros((2,))))])
+    results = _run(server.push("w", 0, 0, pack(nets.nd.ones((2,))), None),
+                   server.push("w", 2, 0, pack(nets.nd.ones((2,))), None))
+    for r in results:
+        assert isinstance(r, NetsError)
+        assert "workers [1] did not push" in str(r) and "key 'w'" in str(r)
+        assert "server 1" in str(r) and "NETS_KV_TIMEOUT" in str(r)
+    coordinator = Coordinator(num_workers=3, timeout=0.2)
+    results = _run(coordinator.barrier(0, 1), coordinator.barrier(1, 1))
+    assert all(isinstance(r, NetsError) and "barrier 1: workers [2] did not arrive" in str(r)
+               for r in results)
+    assert _run(coordinator.barrier(0, 2), coordinator.barrier(1, 2),
+                coordinator.barrier(2, 2)) == [None] * 3
+
+
+def test_async_pushes_apply_on_arrival_and_need_an_optimizer():
+    server = Server(0, num_workers=2, timeout=5)
+    server.set_sync(False)
+    server.init([(0, pack(nets.nd.ones((2,))))])
+    with pytest.raises(NetsError, match="dist_async.*set_optimizer"):
+        _run_one(server.push(0, 0, 0, pack(nets.nd.ones((2,))), None))
+    server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
+    _run_one(server.push(0, 1, 0, pack(nets.nd.ones((2,))), (1.0, 1.0)))
+    np.testing.assert_array_equal(server.pull(0), [0, 0])  # applied without worker 0
+
+
+def _run_one(coroutine):
+    result = _run(coroutine)[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def test_server_states_round_trip_and_rows():
+    server = Server(0, num_workers=1, timeout=5)
+    server.init([(0, pack(nets.nd.ones((4, 2))))])
+    server.set_optimizer(nets.optim.Adam(learning_rate=0.1))
+    grad = _rsp(np.array([[0, 0], [1, 2], [0, 0], [3, 4]], np.float32))
+    _run_one(server.push(0, 0, 0, pack(grad), (1.0, 0.1)))
+    states = server.get_states([0, 1])
+    assert list(states) == [0] and states[0][1][0] == 1  # one update of key 0
+    other = Server(1, num_workers=1, timeout=5)  # the weight and states of the first
+    other.init([(0, pack(nets.nd.array(server.pull(0))))])
+    other.set_optimizer(nets.optim.Adam(learning_rate=0.1))
+    other.set_states(states)
+    for s in (server, other):  # the same second update from the same states
+        _run_one(s.push(0, 0, 1 if s is server else 0, pack(grad), (1.0, 0.1)))
+    np.testing.assert_array_equal(server.pull(0), other.pull(0))
+    rows = unpack(server.pull_rows(0, np.array([1, 3])))
+    np.testing.assert_array_equal(rows.indices.asnumpy(), [1, 3])
+    np.testing.assert_array_equal(rows.data.asnumpy(), server.pull(0)[[1, 3]])
+    with pytest.raises(NetsError, match="key 5 has not been initialized"):
+        server.pull(5)
+
+
+def test_import_nets_does_not_import_ray():
+    import subprocess
+    import sys
+    code = "import sys, nets, nets.kv; assert 'ray' not in sys.modules, 'ray imported'"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)

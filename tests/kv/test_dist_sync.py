@@ -1,0 +1,170 @@
+"""The distributed stores on a real Ray cluster (tests/kv/conftest.py): worker processes
+run the scripts of ``dist_workers/``, which check their values against numpy and exit
+non-zero on a mismatch; exactness tests compare the workers' parameters with a local
+Trainer run here. Skipped only when Ray (the ``nets[dist]`` extra) is absent."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray")
+
+import nets
+from nets.ops import add_n
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "dist_workers",
+                                                                     f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+train = _module("train")
+
+
+def _ok(codes, out, workers):
+    assert codes == [0] * workers, out
+    return out
+
+
+@pytest.mark.parametrize("workers,servers", [(2, 2), (3, 2), (4, 1)])
+def test_dist_sync_store(dist_cluster, workers, servers):
+    out = _ok(*dist_cluster.run("sync_store.py", workers, servers), workers)
+    assert out.count(": OK") == workers
+
+
+def _local(workers, steps, states=None, start=0, net=None):
+    """Train the model here for ``steps`` steps (from step ``start``): each step's gradient
+    is the sum of the ``workers`` workers' batch gradients (add_n in rank order, as the
+    servers merge them), applied by a store-less Trainer."""
+    net = net or train.build()
+    trainer = nets.Trainer(net.collect_params(), train.optimizer())
+    if states is not None:
+        trainer.load_states(states)
+    params = list(net.collect_params().values())
+    for step in range(start, start + steps):
+        grads = []
+        for rank in range(workers):
+            train.gradients(net, *train.batch(rank, step))
+            grads.append([p.grad().copy() for p in params])
+        for p, gs in zip(params, zip(*grads)):
+            p.grad()[:] = gs[0] if workers == 1 else add_n(*gs)
+        trainer.step(train.BATCH)
+    return net
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_cluster, tmp_path,
+                                                                      workers):
+    _ok(*dist_cluster.run("train.py", workers, args=("dist_sync", 4, tmp_path)), workers)
+    got = np.load(tmp_path / "params.npz")
+    expected = train.params(_local(workers, 4))
+    assert len(got.files) == len(expected) == 4
+    for i, value in enumerate(expected):
+        np.testing.assert_array_equal(got[f"arr_{i}"], value, err_msg=str(i))  # bit for bit
+
+
+def test_dist_states_saved_then_loaded_locally_continue_identically(dist_cluster, tmp_path):
+    _ok(*dist_cluster.run("train.py", 1, args=("dist_sync", 3, tmp_path, "save")), 1)
+    net = train.build()
+    saved = np.load(tmp_path / "params.npz")
+    for i, p in enumerate(net.collect_params().values()):
+        p.set_data(nets.nd.array(saved[f"arr_{i}"]).tostype(p.stype))
+    resumed = train.params(_local(1, 2, states=str(tmp_path / "states0.npz"), start=3, net=net))
+    straight = train.params(_local(1, 5))
+    for i, value in enumerate(straight):
+        np.testing.assert_array_equal(resumed[i], value, err_msg=str(i))
+
+
+def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster):
+    codes, out = dist_cluster.run("stops_early.py", 3, timeout=3)
+    assert codes[1] == 0 and codes[0] != 0 and codes[2] != 0, out
+    for rank in (0, 2):
+        assert f"[{rank}] worker {rank} failed: " in out, out
+    assert "workers [1] did not" in out and "NETS_KV_TIMEOUT" in out, out
+
+
+def test_dist_async_applies_each_push_on_arrival(dist_cluster):
+    _ok(*dist_cluster.run("async_store.py", 2), 2)
+
+
+def test_the_cluster_listens_on_the_loopback_address_only(dist_cluster):
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process()
+    listening = []
+    for proc in [me] + me.children(recursive=True):
+        try:
+            conns = proc.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        listening += [(proc.name(), c.laddr) for c in conns if c.status == psutil.CONN_LISTEN]
+    assert listening, "no listening socket found: the check would prove nothing"
+    loopback = {"127.0.0.1", "::ffff:127.0.0.1"}  # (the second: IPv4 loopback on a v6 socket)
+    assert all(addr.ip in loopback for _, addr in listening), listening
+    names = {name for name, _ in listening}
+    assert not any("dashboard" in n and "agent" not in n for n in names), names
+
+
+def test_launcher_cleans_up_and_a_dead_server_is_a_clear_error(dist_cluster, tmp_path):
+    import psutil
+    import ray
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = os.path.join(HERE, "dist_workers", "kill_server.py")
+    result = subprocess.run(
+        [sys.executable, "-m", "nets.kv.launch", "-n", "2", "-s", "2", "--address",
+         dist_cluster.address, "--", sys.executable, script, str(pids)],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, NETS_KV_BIGARRAY_BOUND="20", NETS_KV_TIMEOUT="20"))
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "[0] dead server reported: " in out and "server 1" in out, out
+    # nothing the launcher made outlives it: its actors and its worker processes
+    namespace = (pids / "namespace").read_text()
+    left = [a for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["namespace"] == namespace]
+    assert left == [], left
+    for f in pids.glob("pid*"):
+        assert not psutil.pid_exists(int(f.read_text())), f.name
+
+
+def test_launcher_runs_the_linear_classification_compat_program(dist_cluster, tmp_path):
+    """tests/compat's linear-classification program (MXNet's sparse example, renamed) with
+    ``--kvstore dist_sync`` on 2 workers and 2 servers reaches the single-process metric
+    within the compat tests' band around MXNet 1.9.1's. Each dist_sync step averages two
+    workers' batches, so twice the epochs make the single process's number of updates."""
+    import json
+    compat = os.path.join(os.path.dirname(HERE), "compat")
+    sys.path.insert(0, compat)
+    try:
+        from compat_runner import PROGRAMS, prepare
+        from make_data import make_all
+        from test_compat_programs import REFERENCE, tolerance
+    finally:
+        sys.path.remove(compat)
+    data = tmp_path / "data"
+    data.mkdir()
+    make_all(str(data), REFERENCE["data_seed"])
+    prepare(str(tmp_path), True)
+    argv = [a.format(d=data, w=tmp_path) for a in PROGRAMS["linear_classification"]["args"]]
+    result = subprocess.run(
+        [sys.executable, "-m", "nets.kv.launch", "-n", "2", "-s", "2", "--address",
+         dist_cluster.address, "--", sys.executable,
+         str(tmp_path / "linear_classification.py"), *argv, "--kvstore", "dist_sync",
+         "--num-epoch", "10", "--seed", str(REFERENCE["init_seeds"][0])],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    line = [x for x in out.splitlines() if x.startswith("[0] RESULT ")]
+    assert line, out[-3000:]
+    got = json.loads(line[0][len("[0] RESULT "):])
+    ref = REFERENCE["programs"]["linear_classification"]
+    assert got["metric"] == ref["metric"]
+    assert abs(got["value"] - ref["mean"]) <= tolerance(ref), (got, ref)
