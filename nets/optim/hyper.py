@@ -36,12 +36,16 @@ def check_number(name, value, low=None, high=None, low_open=False, high_open=Fal
     admits None too. A 0-d numpy array of integers or floats counts as its number (and is
     returned as that numpy scalar). Otherwise ``NetsError``: ``"learning_rate=nan: must be
     a finite number >= 0"``."""
-    if value is None and optional:
-        return value
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value[()]
-    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
-          and math.isfinite(value))
+    kind = type(value)
+    if kind is float or kind is int:  # (the common case, without the numbers.Real check)
+        ok = math.isfinite(value)
+    else:
+        if value is None and optional:
+            return value
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+            value = value[()]
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+              and math.isfinite(value))
     if ok and low is not None:
         ok = value > low if low_open else value >= low
     if ok and high is not None:
@@ -58,7 +62,9 @@ class Hyper:
     bounds: ``lr = Hyper(low=0, name='learning_rate')`` checks the constructor's
     ``self.lr = learning_rate`` and any later ``opt.lr = x`` alike. ``name`` (default: the
     attribute's) is the name errors show; the value is kept as ``check_number`` returns
-    it."""
+    it, in the instance's ``__dict__`` under the attribute's name. Having ``__set__`` but no
+    ``__get__``, the descriptor checks writes while reads find the value in the instance's
+    dictionary directly (the kernels' arguments are read at every update)."""
 
     def __init__(self, low=None, high=None, low_open=False, high_open=False, optional=False,
                  name=None):
@@ -67,13 +73,8 @@ class Hyper:
         self._name = name
 
     def __set_name__(self, owner, attr):
-        self._slot = "_hyper_" + attr
+        self._attr = attr
         self._name = self._name or attr
 
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        return getattr(obj, self._slot)
-
     def __set__(self, obj, value):
-        setattr(obj, self._slot, check_number(self._name, value, **self._rule))
+        obj.__dict__[self._attr] = check_number(self._name, value, **self._rule)
