@@ -212,7 +212,7 @@ def test_running_out_of_memory_names_the_sizes_to_reduce(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_demo", exhausted)
     assert main(["demo", "--samples", "10", "--features", "100"]) == 1
     assert capsys.readouterr().err == ("nets demo: error: out of memory (MemoryError); reduce "
-                                       "--batch-size 10, --samples 10, --features 100\n")
+                                       "--batch-size 100, --samples 10, --features 100\n")
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch):

@@ -62,7 +62,7 @@ def test_the_kernel_imports_this_checkouts_nets(kernel_env, tmp_path, monkeypatc
 def test_every_tutorial_is_listed():
     names = {p.name for p in NOTEBOOKS}
     assert {"csr.ipynb", "row_sparse.ipynb", "gluon_sparse.ipynb", "sparse_symbols.ipynb",
-            "recommender.ipynb", "ctr.ipynb"} <= names, names
+            "recommender.ipynb", "ctr.ipynb", "distributed.ipynb"} <= names, names
     readme = (ROOT / "tutorials" / "README.md").read_text()
     assert all(n in readme for n in names), "tutorials/README.md must name every notebook"
 
