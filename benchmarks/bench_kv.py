@@ -8,19 +8,29 @@ and times, after a warm-up:
 - a 7,400 x 64 float32 dense push + pull of one key (no optimizer: the sum replaces the
   value), next to copying the same bytes into and out of a ``multiprocessing``
   shared-memory block (the floor any inter-process transport pays);
-- a ``row_sparse_pull`` of 7,400 random rows of a 1,000,000 x 64 key.
+- a ``row_sparse_pull`` of 7,400 random rows of a 1,000,000 x 64 key;
+
+then W2's click-through model (``run.py``'s W2, lazy Adam, batch 512 per worker) trained
+by ``benchmarks/kv_ctr_worker.py`` single-process without a store, and with
+``Trainer(kvstore=...)`` on ``dist_sync`` at (workers, servers) = (1, 1) and (2, 2) and on
+``dist_async`` at (2, 2): samples/s over all workers, and the median ms per step of the
+compute (forward and backward) and of ``trainer.step`` (with a store: pushing the
+gradients, the servers' update, pulling the weights, and waiting for the other workers).
+The bytes a step moves are estimated from W2's rows per batch (~7,300 of 64 float32
+values, pushed as a row_sparse gradient; the dense 10^6 x 64 weight pulled back whole, as
+``Trainer`` does for a dense weight its store updates).
 
 Prints a table and one JSON line.
 
-    python benchmarks/bench_kv.py [--reps 20]
-
-Not measured yet (issue 25): the CTR workload with ``Trainer(kvstore='dist_sync')`` at
-(1, 1), (2, 2) and ``dist_async`` against single-process nets.
+    python benchmarks/bench_kv.py [--reps 20] [--steps 60] [--quick] [--data-dir DIR]
 """
 import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 from multiprocessing import shared_memory
 
@@ -28,10 +38,36 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # loopback only: before R
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
 import nets
+import workloads as wl
 from nets.kv import cluster
 
 ROWS, COLS, TABLE = 7_400, 64, 1_000_000
+WORKER = os.path.join(HERE, "kv_ctr_worker.py")
+# (store, workers, servers) of the CTR runs; "none": single-process nets, no store
+CTR_RUNS = [("none", 1, 0), ("dist_sync", 1, 1), ("dist_sync", 2, 2), ("dist_async", 2, 2)]
+
+
+def _ctr(address, store, workers, servers, args):
+    """One CTR run: its rank 0's JSON results."""
+    out = os.path.join(args.data_dir, f"kv_ctr_{store}_{workers}_{servers}.json")
+    cmd = [sys.executable, WORKER, store, str(args.steps), args.data_dir,
+           "1" if args.quick else "0", out]
+    if store == "none":
+        codes = [subprocess.run(cmd).returncode]
+    else:
+        group = cluster.Group(workers, servers)
+        try:
+            codes = cluster.run_workers(cmd, [group.environment(r, address)
+                                              for r in range(workers)])
+        finally:
+            group.close()
+    if any(codes):
+        raise SystemExit(f"CTR run {store} ({workers}, {servers}) failed: {codes}")
+    with open(out) as f:
+        return json.load(f)
 
 
 def _median_ms(fn, reps, warmup=3):
@@ -48,6 +84,10 @@ def _median_ms(fn, reps, warmup=3):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=60, help="timed steps per CTR worker")
+    parser.add_argument("--quick", action="store_true", help="W2's 20,000-row data")
+    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
+                                                           "nets-bench-data"))
     args = parser.parse_args()
 
     address = cluster.start_local(object_store_memory=512 * 2**20)
@@ -92,8 +132,22 @@ def main():
     for key in ("round_trip_ms", "push_pull_ms", "shm_copy_ms", "row_sparse_pull_ms"):
         print(f"{key[:-3]:<28}{results[key]:>11.3f}")
     print(f"push+pull is {results['push_pull_over_shm']:.1f}x the shared-memory copy")
+
+    pushed = ROWS * COLS * 4 + ROWS * 8  # a row_sparse gradient: values and row ids
+    pulled = TABLE * COLS * 4  # the dense weight, whole
+    ctr = {}
+    for store, workers, servers in CTR_RUNS:
+        r = _ctr(address, store, workers, servers, args)
+        r["bytes_per_step"] = 0 if store == "none" else workers * (pushed + pulled)
+        ctr[f"{store}:{workers}x{servers}"] = r
+    print(f"\nW2 CTR, batch {wl.W2['batch']} per worker, "
+          f"{args.steps} timed steps each")
+    print(f"{'run':<22}{'samples/s':>11}{'compute ms':>12}{'step ms':>10}{'MB/step':>9}")
+    for name, r in ctr.items():
+        print(f"{name:<22}{r['samples_per_s']:>11,.0f}{r['compute_ms']:>12.2f}"
+              f"{r['step_ms']:>10.2f}{r['bytes_per_step'] / 1e6:>9.1f}")
     print(json.dumps({"bench": "kv", "rows": ROWS, "cols": COLS, "table_rows": TABLE,
-                      "reps": args.reps, **results}))
+                      "reps": args.reps, **results, "ctr": ctr}))
 
 
 if __name__ == "__main__":
