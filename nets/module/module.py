@@ -19,6 +19,7 @@ from .. import optim
 from ..base import NetsError, current_context
 from ..batch import DataDesc
 from ..kv import DIST_NAMES
+from ..kv.compression import from_params
 from ..kv.training import push_update, store_for
 from ..arrays.creation import arange
 from ..optim.states import load_states, save_states
@@ -50,9 +51,11 @@ def _descs(shapes, names, what):
 
 class Module(BaseModule):
     """``Module(symbol, data_names=('data',), label_names=('softmax_label',), context=None,
-    fixed_param_names=None)``: train ``symbol`` with ``fit``, or step by step with
-    ``bind``, ``init_params``, ``init_optimizer``, then per batch ``forward``,
-    ``backward``, ``update``, ``update_metric``.
+    fixed_param_names=None, compression_params=None)``: train ``symbol`` with ``fit``, or
+    step by step with ``bind``, ``init_params``, ``init_optimizer``, then per batch
+    ``forward``, ``backward``, ``update``, ``update_metric``. ``compression_params``
+    (``{'type': '2bit', 'threshold': t}``) compresses the gradients pushed to the store
+    ``init_optimizer`` makes (a local store name then gives one, as for ``Trainer``).
 
     ``label_names`` that are not arguments of the symbol are ignored (a prediction
     symbol has none); ``fixed_param_names`` get no gradient and no update. Weight decay
@@ -64,7 +67,7 @@ class Module(BaseModule):
     """
 
     def __init__(self, symbol, data_names=("data",), label_names=_LABELS, context=None,
-                 fixed_param_names=None, logger=None):
+                 fixed_param_names=None, logger=None, compression_params=None):
         super().__init__(logger)
         if not isinstance(symbol, Symbol):
             raise TypeError(f"Module: symbol must be a nets.sym.Symbol, got "
@@ -94,6 +97,9 @@ class Module(BaseModule):
         self._states = {}
         self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
+        if compression_params is not None:
+            from_params(compression_params)  # (refused here, before any training)
+        self._compression_params = compression_params
 
     # -- descriptions -------------------------------------------------------------------
     symbol = property(lambda self: self._symbol)
@@ -227,7 +233,7 @@ class Module(BaseModule):
             warnings.warn("the optimizer is already initialized; pass force_init=True to "
                           "replace it", stacklevel=2)
             return
-        store = store_for(kvstore, False, "init_optimizer")
+        store = store_for(kvstore, self._compression_params is not None, "init_optimizer")
         batch_size = self._data_shapes[0].shape[0]
         if store is not None and store.type in DIST_NAMES and "_sync" in store.type:
             batch_size *= store.num_workers
@@ -249,6 +255,8 @@ class Module(BaseModule):
         self._kvstore, self._update_on_kvstore = store, store is not None
         if store is not None:
             store.set_optimizer(optimizer)
+            if self._compression_params is not None:
+                store.set_gradient_compression(self._compression_params)
             for i, n in enumerate(self._param_names):
                 store.init(i, self._exec.arg_dict[n])
         self.optimizer_initialized = True

@@ -368,3 +368,31 @@ def test_module_store_choices_and_prepare_errors():
     stored.prepare(None, lambda b: {"bias": nd.array([0])})  # a dense weight: nothing to do
     with pytest.raises(NetsError, match="holds the parameters"):
         stored.set_params(plain.get_params()[0])
+
+
+@pytest.mark.parametrize("compression, expected", [
+    (None, [[1.0, 2.0]]),  # plain SGD: w - lr * grad, grad = -(label - 0) * x = [-1, -2]
+    ({"type": "2bit", "threshold": 1.5}, [[0.0, 1.5]]),  # -1 -> 0 (kept as residual), -2 -> -1.5
+])
+def test_compression_params_compress_the_pushed_gradient(compression, expected):
+    """MXNet's ``Module(compression_params=...)``: the store init_optimizer makes quantizes
+    each pushed gradient to {-t, 0, t}; the optimizer then updates with that."""
+    data = nets.sym.Variable("data")
+    fc = nets.sym.FullyConnected(data, num_hidden=1, no_bias=True, name="fc")
+    out = nets.sym.LinearRegressionOutput(fc, nets.sym.Variable("lin_label"), name="lin")
+    mod = nets.mod.Module(out, label_names=("lin_label",), compression_params=compression)
+    mod.bind(data_shapes=[("data", (1, 2))], label_shapes=[("lin_label", (1, 1))])
+    mod.init_params(initializer=nets.init.Zero())
+    mod.init_optimizer(kvstore="local", optimizer="sgd",
+                       optimizer_params=(("learning_rate", 1.0), ("rescale_grad", 1.0)))
+    batch = nets.data.DataBatch([nd.array([[1.0, 2.0]])], [nd.array([[1.0]])])
+    mod.forward_backward(batch)
+    mod.update()
+    arg, _ = mod.get_params()
+    np.testing.assert_allclose(arg["fc_weight"].asnumpy(), expected)
+
+
+def test_bad_compression_params_are_refused_at_construction():
+    with pytest.raises(nets.NetsError, match="threshold"):
+        nets.mod.Module(nets.sym.Variable("data"), label_names=(),
+                        compression_params={"type": "2bit", "threshold": -1})
