@@ -29,7 +29,7 @@ from ..arrays.dense import NDArray
 from ..optim import Optimizer
 from ..optim.optimizer import Record
 from ..ops import add_n
-from ..ops.sparse_ops import as_row_ids
+from ..ops.sparse_ops import unique_rows
 from .base import DIST_NAMES, KVStore, register
 from .cluster import from_environment, gather
 from .compression import from_params
@@ -170,8 +170,7 @@ class DistKVStore(KVStore):
         refs = []
         for key, _, row_ids in triples:
             layout = self._layouts[key]
-            rows = np.unique(as_row_ids(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull",
-                                        "row_ids"))
+            rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
             refs += [(server, self._servers[server].pull_rows.remote(key, ids))
                      for server, _, ids in layout.route(rows)]
         shards = iter(gather(refs, "row_sparse_pull"))

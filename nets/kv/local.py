@@ -4,13 +4,12 @@ single-machine names are the same store here: one process, CPU arrays).
 The store keeps its own copy of each key's value: ``init`` copies in, ``pull`` copies
 out, so arrays outside the store change only when pulled into.
 """
-import numpy as np
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n, retain
-from ..ops.sparse_ops import as_row_ids
+from ..ops.sparse_ops import unique_rows
 from .base import KVStore, register
 from .compression import from_params
 from .updater import Updater
@@ -68,8 +67,7 @@ class LocalKVStore(KVStore):
                               "out")
         for key, out, row_ids in triples:
             value = self._values[key]
-            rows = np.unique(as_row_ids(row_ids.asnumpy(), value.shape[0], "row_sparse_pull",
-                                        "row_ids"))
+            rows = unique_rows(row_ids.asnumpy(), value.shape[0], "row_sparse_pull", "row_ids")
             if value.stype == "row_sparse":
                 out._assign(retain(value, NDArray(rows)))
             else:  # a dense value: its rows, copied

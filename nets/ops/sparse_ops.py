@@ -93,6 +93,13 @@ def as_row_ids(ids, n, op, arg):
     return ids.astype(INDEX_DTYPE, copy=False)
 
 
+def unique_rows(ids, n, op, arg):
+    """The sorted unique row ids in ``ids`` (numpy, any shape, checked as ``as_row_ids``
+    checks them), in linear time (``unique_slots``: a bitmap rank or a radix sort)."""
+    ids = np.ascontiguousarray(as_row_ids(ids, n, op, arg).reshape(-1))
+    return kernels.embedding.unique_slots(ids, n)[0]
+
+
 def take_rows(table, ids, op, arg):
     """``table[ids]`` for a 2-D numpy ``table``, the ``ids`` (numpy, any shape) checked as
     ``as_row_ids`` checks them, in the pass that gathers the rows (one kernel)."""
@@ -139,8 +146,12 @@ retain.grad_stype(lambda data, indices: ("row_sparse", None))
 
 def _retain_rows(data, indices):
     ids = indices._np if indices.stype == "default" else indices.asnumpy()  # (a list of ids)
-    keep = np.isin(data._indices, as_row_ids(ids, data.shape[0], "retain", "indices"))
-    return RowSparseNDArray(data._data[keep], data._indices[keep], data.shape, data.context)
+    wanted = unique_rows(ids, data.shape[0], "retain", "indices")
+    have = data._indices  # sorted and unique, as ``wanted``: one search each
+    pos = np.searchsorted(wanted, have)
+    keep = pos < len(wanted)
+    keep[keep] = wanted[pos[keep]] == have[keep]
+    return RowSparseNDArray(data._data[keep], have[keep], data.shape, data.context)
 
 
 def _retain_refused(data, indices):
