@@ -1,9 +1,11 @@
-"""Errors, warnings, dtype/stype constants and the device ``Context``.
+"""Errors, warnings, dtype/stype constants, the device ``Context`` and the reading of
+nets' numeric environment variables.
 
 This module is the bottom of the dependency graph: everything in nets may
 import it and it imports nothing from nets.
 """
 import contextvars
+import os
 import threading
 
 import numpy as np
@@ -13,7 +15,7 @@ __all__ = [
     "ContextError", "StorageFallbackWarning", "DenseResultWarning", "STYPES", "DEFAULT_DTYPE",
     "INDEX_DTYPE", "FLOAT_DTYPES", "SUPPORTED_DTYPES",
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
-    "check_stype", "normalize_shape",
+    "check_stype", "normalize_shape", "env_number",
 ]
 
 # Autograd state lives here, at the bottom of the graph, so arrays and operators can read it
@@ -196,3 +198,20 @@ def current_context(ctx=None):
     elif not isinstance(ctx, Context):
         raise ContextError(f"ctx={ctx!r} is not a nets.Context")
     return ctx.check()
+
+
+def env_number(name, kind=int, environ=None):
+    """The positive number (``kind``: ``int`` or ``float``) in the environment variable
+    ``name`` (of ``environ``, default ``os.environ``), or None when it is unset or blank;
+    any other text raises ``NetsError`` naming the variable and its value."""
+    text = (os.environ if environ is None else environ).get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not value > 0:
+        rule = "an integer >= 1" if kind is int else "a number > 0"
+        raise NetsError(f"{name}={text!r}: expected {rule}")
+    return value

@@ -42,7 +42,7 @@ import os
 import queue
 import threading
 
-from .base import NetsError
+from .base import NetsError, env_number
 
 __all__ = ["set_num_threads", "get_num_threads", "num_threads_source", "parallel_for",
            "parallel_map", "available_cpus", "cgroup_cpu_quota", "count_threads"]
@@ -98,16 +98,8 @@ def _current():
 
 def _from_environment(environ):
     """``(threads, source)`` from ``NETS_NUM_THREADS`` if set, else ``available_cpus()``."""
-    raw = environ.get(ENV, "").strip()
-    if not raw:
-        return available_cpus()
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise NetsError(f"{ENV}={raw!r}: expected an integer >= 1")
-    return n, ENV
+    n = env_number(ENV, int, environ)
+    return available_cpus() if n is None else (n, ENV)
 
 
 def available_cpus(affinity=None, cgroup_root="/sys/fs/cgroup",

@@ -104,3 +104,13 @@ def test_normalize_shape(shape, expected):
 def test_normalize_shape_rejects(shape):
     with pytest.raises(ShapeError, match="out_shape="):
         normalize_shape(shape, name="out_shape")
+
+
+def test_env_number_reads_positive_numbers_and_names_bad_text():
+    from nets.base import env_number
+    env = {"A": " 3 ", "B": "", "C": "2.5", "D": "0", "E": "-1", "F": "many", "G": "nan"}
+    assert env_number("A", int, env) == 3 and env_number("C", float, env) == 2.5
+    assert env_number("B", int, env) is None and env_number("MISSING", int, env) is None
+    for name, kind in [("C", int), ("D", int), ("E", float), ("F", int), ("G", float)]:
+        with pytest.raises(NetsError, match=f"{name}=.*: expected"):
+            env_number(name, kind, env)

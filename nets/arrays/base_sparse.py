@@ -41,7 +41,13 @@ def read_only(a):
 
 
 class BaseSparseNDArray(NDArray):
-    """Base class of ``CSRNDArray`` and ``RowSparseNDArray`` (not instantiated)."""
+    """Base class of ``CSRNDArray`` and ``RowSparseNDArray`` (not instantiated).
+
+    Their class constructors are internal: they trust their buffers (nets' own results)
+    and keep them, and the kernels trust them too (an invalid index is out-of-bounds memory
+    access). Buffers of unknown origin go through the validating builders
+    (``nets.nd.sparse.csr_matrix``, ``row_sparse_array``), or ``check_format()`` right
+    after; the public index views are read-only, so the trust stays sound."""
 
     _parts = ()  # names of the numpy buffers, in constructor order after `data`
 

@@ -84,10 +84,8 @@ def _check_csr(data, indices, indptr, shape, full_check, sortedness=True):
 class CSRNDArray(BaseSparseNDArray):
     """A 2-D CSR matrix: ``data`` (nnz,), ``indices`` (nnz,) int64, ``indptr`` (rows+1,) int64.
 
-    Build with ``nets.nd.sparse.csr_matrix``, which validates. The class constructor is
-    internal: it trusts its buffers (nets' own results) and keeps them, and the kernels
-    trust them too (an invalid index is out-of-bounds memory access); buffers of unknown
-    origin go through ``csr_matrix``, or ``check_format()`` right after.
+    Build with ``nets.nd.sparse.csr_matrix``, which validates (the class constructor trusts
+    its buffers: see ``BaseSparseNDArray``).
     """
 
     stype = "csr"

@@ -50,10 +50,8 @@ def check_rsp_parts(data, indices, shape):
 class RowSparseNDArray(BaseSparseNDArray):
     """Rows ``indices`` (sorted unique int64) of an array of ``shape``; ``data`` holds them.
 
-    Build with ``nets.nd.sparse.row_sparse_array``, which validates. The class constructor is
-    internal: it trusts its buffers (nets' own results) and keeps them, and the kernels
-    trust them too (an invalid index is out-of-bounds memory access); buffers of unknown
-    origin go through ``row_sparse_array``, or ``check_format()`` right after.
+    Build with ``nets.nd.sparse.row_sparse_array``, which validates (the class constructor
+    trusts its buffers: see ``BaseSparseNDArray``).
     """
 
     stype = "row_sparse"

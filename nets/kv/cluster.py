@@ -18,7 +18,7 @@ import uuid
 
 import ray
 
-from ..base import NetsError
+from ..base import NetsError, env_number
 from .server import Coordinator, Server
 
 __all__ = ["ENV", "timeout", "start_local", "connect", "Group", "run_workers",
@@ -35,14 +35,8 @@ SERVER_NAME, COORDINATOR_NAME = "nets-kv-server-{}", "nets-kv-coordinator"
 
 def timeout():
     """``NETS_KV_TIMEOUT``: seconds any wait of a distributed store lasts at most."""
-    text = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT))
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise NetsError(f"{TIMEOUT_ENV}={text!r}; expected a number of seconds > 0")
-    return value
+    value = env_number(TIMEOUT_ENV, float)
+    return DEFAULT_TIMEOUT if value is None else value
 
 
 def _source_root():

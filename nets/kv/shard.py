@@ -10,12 +10,11 @@ a server applies the same optimizer kernels to it as a local store to a whole ke
 Arrays cross process boundaries as ``pack``ed tuples of numpy arrays (Ray moves numpy
 buffers without pickling their bytes); ``unpack`` makes them nets arrays again.
 """
-import os
 import zlib
 
 import numpy as np
 
-from ..base import INDEX_DTYPE, NetsError
+from ..base import INDEX_DTYPE, env_number
 from ..arrays import aligned
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
@@ -27,14 +26,8 @@ DEFAULT_BOUND = 1_000_000
 
 def big_bound():
     """``NETS_KV_BIGARRAY_BOUND``: the element count from which a key is sharded."""
-    text = os.environ.get("NETS_KV_BIGARRAY_BOUND", str(DEFAULT_BOUND))
-    try:
-        bound = int(text)
-    except ValueError:
-        bound = 0
-    if bound < 1:
-        raise NetsError(f"NETS_KV_BIGARRAY_BOUND={text!r}; expected a whole number >= 1")
-    return bound
+    bound = env_number("NETS_KV_BIGARRAY_BOUND", int)
+    return DEFAULT_BOUND if bound is None else bound
 
 
 class Layout:
