@@ -19,10 +19,20 @@ and ``tojson``/``load_json``. Its declarations ask the Prop:
   dtype; graph inference (``Symbol.infer_type``), which holds one dtype per operator,
   reports the first output's for every output.
 
+Auxiliary states (``list_auxiliary_states()``, MXNet's): arrays the operator keeps across
+calls and updates in place, such as a running mean. They are the node's last inputs, after
+the arguments: ``nd.Custom`` takes them as trailing inputs (as MXNet's), ``sym.Custom``
+makes the variables ``<name>_<state>``, which a symbol lists in ``list_auxiliary_states()``
+(not among its arguments), binds through ``aux_states`` and a ``Module`` returns in
+``get_params()``'s ``aux_params``. The Prop's inference methods get the arguments only and
+return the states' shapes, dtypes and stypes as their third list; the states get no
+gradient.
+
 The implementation creates the operator with ``create_operator(ctx, in_shapes,
-in_dtypes)``, allocates zeros of the inferred shape, dtype and storage type for each output
-and calls ``forward(is_train, req=['write', ...], in_data, out_data, aux=[])``. The vjp
-calls ``backward(req, out_grad, in_data, out_data, in_grad, aux=[])`` on the operator
+in_dtypes)`` (the shapes and dtypes of every input, states included), allocates zeros of
+the inferred shape, dtype and storage type for each output and calls ``forward(is_train,
+req=['write', ...], in_data, out_data, aux)``. The vjp calls ``backward(req, out_grad,
+in_data, out_data, in_grad, aux)`` on the operator
 instance that ran the forward (state it kept is there), with zeros allocated for each
 ``in_grad`` in its declared storage type and ``req`` 'write' for each input that wants a
 gradient, 'null' for the others (integer labels, constants). ``out_grad``, ``in_data`` and
@@ -30,7 +40,7 @@ gradient, 'null' for the others (integer labels, constants). ``out_grad``, ``in_
 (MXNet passes empty arrays there): by default every input and output, and the output
 gradients only when ``need_top_grad`` (a loss operator declares ``need_top_grad=False``).
 Recording is off while user code runs, so the operators it calls are not differentiated
-through. Auxiliary states are not supported (``list_auxiliary_states`` must return ``[]``).
+through.
 
 An exception raised by user code (the Prop's constructor or methods, ``forward``,
 ``backward``) surfaces as ``NetsError`` naming the ``op_type`` and the method, chained to
@@ -120,7 +130,11 @@ class CustomOpProp:
         return ["data"]
 
     def list_auxiliary_states(self):
-        """Names of auxiliary states: nets supports none (default ``[]``)."""
+        """Names of the auxiliary states (default ``[]``): arrays the operator keeps across
+        calls and may update in place (a running mean), handed to ``forward`` and
+        ``backward`` as ``aux``, never differentiated. ``infer_shape`` (and
+        ``infer_type``/``infer_storage_type``, whose defaults do) must then return their
+        shapes as a third list."""
         return []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
@@ -181,20 +195,25 @@ def _prop(op_type, params):
             raise NetsError(f"Custom: op_type={op_type!r} is not registered; registered "
                             f"operators: {get_all_registered_operators()}")
         prop = _user(op_type, f"{cls.__name__}(**{dict(params)})", lambda: cls(**dict(params)))
-        if _user(op_type, "list_auxiliary_states()", prop.list_auxiliary_states):
-            raise NetsError(f"Custom operator op_type={op_type!r}: auxiliary states are not "
-                            f"supported by nets")
         _PROPS[key] = prop
     return prop
 
 
-def _returned(op_type, what, ret, counts):
-    """The lists a Prop inference method returned (2 or 3 of them), checked against
-    ``counts`` (inputs, outputs)."""
+def _counts(prop, op_type):
+    """``(arguments, outputs, auxiliary states)``: how many the Prop lists."""
+    return tuple(len(_user(op_type, f"{m.__name__}()", m)) for m in (
+        prop.list_arguments, prop.list_outputs, prop.list_auxiliary_states))
+
+
+def _returned(prop, op_type, what, ret):
+    """The ``(inputs, outputs, aux)`` lists a Prop inference method returned (2 or 3 of
+    them: aux defaults to ``[]``), checked against the Prop's counts."""
     if not isinstance(ret, (list, tuple)) or len(ret) not in (2, 3):
         raise NetsError(f"Custom operator op_type={op_type!r}: {what} must return 2 or 3 "
                         f"lists, got {ret!r}")
-    for lst, n, name in zip(ret, counts, ("inputs", "outputs")):
+    ret = tuple(ret) + ((),) * (3 - len(ret))
+    for lst, n, name in zip(ret, _counts(prop, op_type),
+                            ("inputs", "outputs", "auxiliary states")):
         if len(lst) != n:
             raise NetsError(f"Custom operator op_type={op_type!r}: {what} returned "
                             f"{len(lst)} entries for {n} {name}")
@@ -202,23 +221,40 @@ def _returned(op_type, what, ret, counts):
 
 
 def _num_outputs(prop, op_type):
-    return len(_user(op_type, "list_outputs()", prop.list_outputs))
+    return _counts(prop, op_type)[1]
+
+
+def _input_names(prop, op_type):
+    """The names of a Custom node's inputs: the arguments, then the auxiliary states."""
+    return (_user(op_type, "list_arguments()", prop.list_arguments)
+            + _user(op_type, "list_auxiliary_states()", prop.list_auxiliary_states))
+
+
+def _split(prop, op_type, inputs):
+    """``(arguments, auxiliary states)`` of a Custom node's inputs (the states come last)."""
+    n_args, _, n_aux = _counts(prop, op_type)
+    if len(inputs) != n_args + n_aux:
+        names = _input_names(prop, op_type)
+        raise NetsError(f"Custom operator op_type={op_type!r} takes {len(names)} inputs "
+                        f"{names}, got {len(inputs)}")
+    return list(inputs[:n_args]), list(inputs[n_args:])
 
 
 def _outputs_inferred(prop, op_type, stypes):
-    args = _user(op_type, "list_arguments()", prop.list_arguments)
-    if len(stypes) != len(args):
-        raise NetsError(f"Custom operator op_type={op_type!r} takes {len(args)} inputs "
-                        f"{args}, got {len(stypes)}")
-    ret = _user(op_type, "infer_storage_type", prop.infer_storage_type, list(stypes))
-    counts = (len(args), _num_outputs(prop, op_type))
-    return tuple(_returned(op_type, "infer_storage_type", ret, counts)[1])
+    args = _split(prop, op_type, stypes)[0]
+    ret = _user(op_type, "infer_storage_type", prop.infer_storage_type, args)
+    return tuple(_returned(prop, op_type, "infer_storage_type", ret)[1])
 
 
 custom_op = Op("Custom", ("*data",), {"op_type": REQUIRED, "params": ()}, doc="""\
 The operator of a registered ``CustomOpProp`` (``op_type``), called with its arguments in
 ``list_arguments()`` order; ``params`` holds the Prop's keyword arguments as ``(name,
 string)`` pairs. Call it as ``nd.Custom``/``sym.Custom`` (see ``nets.operator``).""")
+
+
+@custom_op.aux
+def _(attrs):
+    return _counts(_prop(attrs["op_type"], attrs["params"]), attrs["op_type"])[2]
 
 
 @custom_op.infer
@@ -230,18 +266,19 @@ def _(*stypes, op_type, params):
 def _(ins, attrs):
     op_type = attrs["op_type"]
     prop = _prop(op_type, attrs["params"])
-    n_out = _num_outputs(prop, op_type)
-    if any(s is None for s in ins):
-        return ins, [None] * n_out
-    ret = _user(op_type, "infer_shape", prop.infer_shape, [list(s) for s in ins])
-    ins, outs = _returned(op_type, "infer_shape", ret, (len(ins), n_out))[:2]
-    return [tuple(int(d) for d in s) for s in ins], [tuple(int(d) for d in s) for s in outs]
+    args = _split(prop, op_type, ins)[0]
+    if any(s is None for s in args):
+        return ins, [None] * _num_outputs(prop, op_type)
+    ret = _user(op_type, "infer_shape", prop.infer_shape, [list(s) for s in args])
+    args, outs, aux = _returned(prop, op_type, "infer_shape", ret)
+    return ([tuple(int(d) for d in s) for s in list(args) + list(aux)],
+            [tuple(int(d) for d in s) for s in outs])
 
 
 def _dtypes(prop, op_type, dtypes):
-    ret = _user(op_type, "infer_type", prop.infer_type, [np.dtype(d) for d in dtypes])
-    counts = (len(dtypes), _num_outputs(prop, op_type))
-    return [np.dtype(d) for d in _returned(op_type, "infer_type", ret, counts)[1]]
+    args = _split(prop, op_type, dtypes)[0]
+    ret = _user(op_type, "infer_type", prop.infer_type, [np.dtype(d) for d in args])
+    return [np.dtype(d) for d in _returned(prop, op_type, "infer_type", ret)[1]]
 
 
 @custom_op.dtype
@@ -253,13 +290,14 @@ def _(dtypes, attrs):
 def _(*stypes, op_type, params):
     prop = _prop(op_type, params)
     outs = list(_outputs_inferred(prop, op_type, stypes))
+    args, aux = _split(prop, op_type, stypes)
     ret = _user(op_type, "infer_storage_type_backward", prop.infer_storage_type_backward,
-                list(outs), list(stypes), list(outs), ["default"] * len(stypes), [])
-    if not isinstance(ret, (list, tuple)) or len(ret) not in (4, 5) or len(ret[3]) != len(stypes):
+                list(outs), args, list(outs), ["default"] * len(args), aux)
+    if not isinstance(ret, (list, tuple)) or len(ret) not in (4, 5) or len(ret[3]) != len(args):
         raise NetsError(f"Custom operator op_type={op_type!r}: infer_storage_type_backward "
-                        f"must return 4 or 5 lists, the fourth with one stype per input; got "
-                        f"{ret!r}")
-    return tuple(ret[3])
+                        f"must return 4 or 5 lists, the fourth with one stype per argument; "
+                        f"got {ret!r}")
+    return tuple(ret[3]) + (None,) * len(aux)  # (auxiliary states get no gradient)
 
 
 def _buffer(x):
@@ -294,10 +332,11 @@ def _(*inputs, op_type, params):
     ctx = inputs[0].context if inputs else current_context()
     outs = [zeros(s, ctx, d, st) for s, d, st in zip(shapes, dtypes, stypes)]
     op = _operator(prop, op_type, inputs)
+    args, aux = _split(prop, op_type, inputs)
     recording = RECORDER.get() is not None
     with _Paused():
-        _user(op_type, "forward", op.forward, TRAINING.get(), ["write"] * len(outs),
-              list(inputs), outs, [])
+        _user(op_type, "forward", op.forward, TRAINING.get(), ["write"] * len(outs), args,
+              outs, aux)
     if recording and outs:  # the vjp finds the instance by the output it computed
         buf = _buffer(outs[0])
         _LIVE[id(buf)] = op
@@ -314,18 +353,19 @@ def _(node, *out_grads):
         op = _operator(prop, op_type, node.inputs)
     stypes = custom_op.infer_grad_stype(*[x.stype for x in node.inputs], op_type=op_type,
                                         params=params)
-    in_grads = [zeros(x.shape, x.context, x.dtype, st) for x, st in zip(node.inputs, stypes)]
-    req = ["null" if p is None else "write" for p in node.parents]
-    given = list(out_grads) + list(node.inputs) + list(node.outputs)
-    n_out, n_in = len(out_grads), len(node.inputs)
+    args, aux = _split(prop, op_type, node.inputs)
+    in_grads = [zeros(x.shape, x.context, x.dtype, st) for x, st in zip(args, stypes)]
+    req = ["null" if p is None else "write" for p in node.parents[:len(args)]]
+    given = list(out_grads) + args + list(node.outputs)
+    n_out, n_in = len(out_grads), len(args)
     ids = list(range(len(given)))
     deps = set(_user(op_type, "declare_backward_dependency", prop.declare_backward_dependency,
                      ids[:n_out], ids[n_out:n_out + n_in], ids[n_out + n_in:]))
     given = [v if i in deps else None for i, v in enumerate(given)]
     with _Paused():
         _user(op_type, "backward", op.backward, req, given[:n_out], given[n_out:n_out + n_in],
-              given[n_out + n_in:], in_grads, [])
-    return tuple(None if r == "null" else g for r, g in zip(req, in_grads))
+              given[n_out + n_in:], in_grads, aux)
+    return tuple(None if r == "null" else g for r, g in zip(req, in_grads)) + (None,) * len(aux)
 
 
 def bind_custom(args, kwargs, is_input, missing):
@@ -340,7 +380,7 @@ def bind_custom(args, kwargs, is_input, missing):
                         f"registered: {get_all_registered_operators()}")
     named = {k: kwargs.pop(k) for k in list(kwargs) if is_input(kwargs[k])}
     params = tuple(sorted((k, str(v)) for k, v in kwargs.items()))
-    names = _user(op_type, "list_arguments()", _prop(op_type, params).list_arguments)
+    names = _input_names(_prop(op_type, params), op_type)
     if len(args) > len(names):
         raise NetsError(f"Custom operator op_type={op_type!r} takes {len(names)} inputs "
                         f"{names}, got {len(args)} positional ones")

@@ -47,7 +47,8 @@ def test_checkpoints_round_trip_keeping_row_sparse_parameters(tmp_path):
 
 def test_checkpoint_errors_name_the_problem(tmp_path):
     net = sym.FullyConnected(sym.var("data"), num_hidden=2, name="fc")
-    with pytest.raises(NetsError, match=r"no auxiliary states, got \['moving_mean'\]"):
+    with pytest.raises(NetsError,
+                       match=r"aux_params has \[.moving_mean.\], which are not auxiliary"):
         model.save_checkpoint(str(tmp_path / "a"), 1, net, {},
                               {"moving_mean": nd.zeros((2,))})
     model.save_checkpoint(str(tmp_path / "b"), 1, net, {"fc_bias": nd.zeros((2,))})

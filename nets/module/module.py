@@ -5,9 +5,12 @@ Parameters are the symbol's arguments other than data and labels. Their gradient
 the storage types the symbol infers (row_sparse for a ``row_sparse`` variable, for the
 weight of ``dot(csr, w)`` even when dense, for a ``sparse_grad`` Embedding's weight), and
 the optimizers of ``nets.optim`` update a row_sparse gradient lazily: only its rows of the
-weight and of every state. Checkpoints are ``<prefix>-symbol.json`` (the graph) and
-``<prefix>-<epoch:04d>.params.npz`` (the parameters, nets' ``.npz`` format, keys
-``arg:<name>``); loading either never executes code.
+weight and of every state. Auxiliary states (``Symbol.list_auxiliary_states()``, which
+operators update in place) are bound beside the parameters, get no gradient and no update,
+and come back as ``get_params()``'s ``aux_params``. Checkpoints are
+``<prefix>-symbol.json`` (the graph) and ``<prefix>-<epoch:04d>.params.npz`` (the
+parameters and auxiliary states, nets' ``.npz`` format, keys ``arg:<name>`` and
+``aux:<name>``); loading either never executes code.
 """
 import warnings
 from collections import namedtuple
@@ -91,6 +94,7 @@ class Module(BaseModule):
                           f"{args}; they are ignored", stacklevel=2)
         inputs = set(self._data_names) | set(self._label_names)
         self._param_names = [n for n in args if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
         self._fixed = set(fixed_param_names or ())
         self._exec = self._optimizer = self._preload = None
         self._kvstore, self._update_on_kvstore = None, False
@@ -160,9 +164,11 @@ class Module(BaseModule):
 
     def init_params(self, initializer=None, arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False):
-        """Fill the parameters from ``arg_params`` (name -> array) or else with their
-        variable's ``init`` or ``initializer`` (default ``Uniform(0.01)``; names ending in
-        bias get zeros, as every nets initializer does). Storage types are kept."""
+        """Fill the parameters from ``arg_params`` and the auxiliary states from
+        ``aux_params`` (name -> array), or else with their variable's ``init`` or
+        ``initializer`` (default ``Uniform(0.01)``; names ending in bias, beta or
+        running_mean get zeros, gamma or running_var ones, as every nets initializer
+        does). Storage types are kept."""
         self._need("binded", "init_params()")
         if self.params_initialized and not force_init:
             warnings.warn("parameters are already initialized; pass force_init=True to "
@@ -172,40 +178,45 @@ class Module(BaseModule):
             raise NetsError("init_params/set_params: the KVStore given to init_optimizer holds "
                             "the parameters and would overwrite new values; set them before "
                             "init_optimizer")
-        if aux_params:
-            raise NetsError(f"init_params: the symbol has no auxiliary states, got "
-                            f"{sorted(aux_params)}")
-        extra = sorted(set(arg_params or ()) - set(self._param_names))
-        if extra and not allow_extra:
-            raise NetsError(f"init_params: arg_params has {extra}, which are not parameters "
-                            f"of the module (pass allow_extra=True to skip them)")
         specs = self._symbol.attr_dict()
-        given = [n for n in self._param_names if arg_params is not None and n in arg_params]
-        if arg_params is not None and not allow_missing and len(given) < len(self._param_names):
-            missing = [n for n in self._param_names if n not in given]
-            raise NetsError(f"init_params: arg_params has no value for {missing[0]!r} (pass "
-                            f"allow_missing=True to initialize it)")
-        for n in given:  # (all checked before any is written)
-            arr = self._exec.arg_dict[n]
-            check_stored(f"init_params: arg_params[{n!r}]", arg_params[n], arr.shape, arr.dtype)
-        for n in self._param_names:
-            arr = self._exec.arg_dict[n]
-            if n in given:
-                arr[:] = arg_params[n]
-            else:
-                init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
-                init_mod.create(init)(n, arr)
+        groups = ((self._param_names, arg_params, self._exec.arg_dict, "arg_params",
+                   "parameters"),
+                  (self._aux_names, aux_params, self._exec.aux_dict, "aux_params",
+                   "auxiliary states"))
+        for names, values, bound, what, kind in groups:  # (all checked before any is written)
+            present = values or {}
+            extra = sorted(set(present) - set(names))
+            if extra and not allow_extra:
+                raise NetsError(f"init_params: {what} has {extra}, which are not {kind} of the "
+                                f"module (pass allow_extra=True to skip them)")
+            missing = [n for n in names if n not in present]
+            if values is not None and missing and not allow_missing:
+                raise NetsError(f"init_params: {what} has no value for {missing[0]!r} (pass "
+                                f"allow_missing=True to initialize it)")
+            for n in names:
+                if n in present:
+                    check_stored(f"init_params: {what}[{n!r}]", values[n], bound[n].shape,
+                                 bound[n].dtype)
+        for names, values, bound, _, _ in groups:
+            for n in names:
+                if values is not None and n in values:
+                    bound[n][:] = values[n]
+                else:
+                    init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
+                    init_mod.create(init)(n, bound[n])
         self.params_initialized = True
 
     def set_params(self, arg_params, aux_params=None, allow_missing=False, force_init=True,
                    allow_extra=False):
-        """Set the parameters from ``arg_params`` (``init_params`` with those values)."""
+        """Set the parameters and auxiliary states (``init_params`` with those values)."""
         self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
 
     def get_params(self):
-        """``(arg_params, aux_params)``: copies of the parameters by name (aux is empty)."""
+        """``(arg_params, aux_params)``: copies of the parameters and of the auxiliary states
+        by name."""
         self._need("params_initialized", "get_params()")
-        return {n: self._param_value(i, n) for i, n in enumerate(self._param_names)}, {}
+        return ({n: self._param_value(i, n) for i, n in enumerate(self._param_names)},
+                {n: self._exec.aux_dict[n].copy() for n in self._aux_names})
 
     def _param_value(self, i, name):
         """A copy of parameter ``name``: a row_sparse weight that the store updates holds

@@ -433,8 +433,10 @@ slopes) is not provided; ``lower_bound``/``upper_bound`` are accepted for MXNet'
 
 Storage: every act_type maps 0 to 0, so a sparse ``data`` keeps its storage type (only the
 stored values change; MXNet falls back to dense) except 'prelu', whose sparse input falls
-back with ``StorageFallbackWarning``. ``gamma`` is required by 'prelu' (a symbol passes it
-explicitly) and ignored by the other act_types (MXNet's other act_types take no gamma).
+back with ``StorageFallbackWarning``. ``gamma`` is required by 'prelu' and ignored by the
+other act_types (MXNet's other act_types take no gamma); a 'prelu' symbol left without one
+gets the variable ``<name>_gamma``, of shape ``(data.shape[1],)`` by inference, which a
+``Module`` decays as a ``_gamma`` parameter and initializes to ones (as MXNet).
 The gradient of ``data`` has the output's storage type; ``gamma``'s is dense.""")
 
 
@@ -451,6 +453,11 @@ def _leaky(act_type):
 def _prelu_gamma(gamma, ndim):
     """``gamma`` shaped to broadcast along axis 1 of an ``ndim``-d input."""
     return gamma.reshape((1, -1) + (1,) * (ndim - 2)) if gamma.size > 1 else gamma.reshape(())
+
+
+@LeakyReLU.graph_inputs
+def _(attrs):  # MXNet's: a prelu node's omitted gamma becomes the variable <node>_gamma
+    return ("data", "gamma") if attrs["act_type"] == "prelu" else ("data",)
 
 
 @LeakyReLU.shape

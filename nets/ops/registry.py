@@ -29,7 +29,10 @@
    inputs (not ``index=`` ones) of mixed float dtypes run as given (numpy promotes; ops
    that need one dtype refuse);
 5. ``@op.vjp``: its vector-Jacobian product (used by ``nets.autograd``); a vjp calls
-   operators the ordinary way, so there is one call path.
+   operators the ordinary way, so there is one call path;
+6. for graphs: ``@op.graph_inputs`` (the inputs a node takes for its attributes, each one
+   not given becoming a variable) and ``@op.aux`` (how many trailing inputs are
+   auxiliary states, which the operator may update in place).
 
 Patterns hold stypes (None: an absent optional input) and may end with ``...`` (repeat
 the previous element for variadic ops); ``'*'`` (any stype) is only for a variadic
@@ -204,6 +207,7 @@ class Op:
         self._cache = {}
         self._vjp_fn = None
         self.vjp_fresh = False
+        self._inputs_fn = self._aux_fn = None
         self.__doc__ = doc
         self.__name__ = name
         kind = inspect.Parameter
@@ -268,7 +272,35 @@ class Op:
         self._vjp_fn, self.vjp_fresh = fn, fresh
         return fn
 
+    def graph_inputs(self, fn):
+        """Register ``fn(attrs) -> input names``: the inputs a graph node with these
+        attributes takes (MXNet's ListArguments); ``nets.sym`` makes each one not given the
+        variable ``<node>_<input>``. Default: the required inputs, and each optional ``x``
+        whose attribute ``no_x`` is False."""
+        self._inputs_fn = fn
+        return fn
+
+    def aux(self, fn):
+        """Register ``fn(attrs) -> n``: the last ``n`` inputs are auxiliary states (MXNet's
+        FMutateInputs), arrays the operator may update in place and does not differentiate;
+        a graph lists their variables in ``list_auxiliary_states()``, apart from its
+        arguments."""
+        self._aux_fn = fn
+        return fn
+
     # -- queries -----------------------------------------------------------------
+    def takes(self, attrs):
+        """The names of the inputs a graph node with ``attrs`` takes (see ``graph_inputs``)."""
+        attrs = self._full_attrs(attrs)
+        if self._inputs_fn is not None:
+            return tuple(self._inputs_fn(attrs))
+        return tuple(i for i in self.inputs
+                     if i not in self.optional or attrs.get(f"no_{i}") is False)
+
+    def num_aux(self, attrs):
+        """How many trailing inputs are auxiliary states (see ``aux``)."""
+        return 0 if self._aux_fn is None else int(self._aux_fn(self._full_attrs(attrs)))
+
     def infer_stype(self, *stypes, **attrs):
         """Output stype(s) for input ``stypes`` — a tuple, one entry per output."""
         out = self._infer_fn(*stypes, **self._full_attrs(attrs)) if self._infer_fn else "default"

@@ -3,6 +3,7 @@
 A graph is compiled once into a flat ``Program`` of operator calls over numbered slots.
 ``forward(is_train=True)`` runs it inside ``autograd.record()`` with the arguments that
 want gradients as leaves whose gradient buffers are the executor's ``grad_dict``;
+auxiliary states (``aux_dict``) are handed to their operators, which update them in place;
 ``backward()`` is ``autograd.backward`` over the outputs. There is no second
 differentiation mechanism: every operator's own vjp runs, and gradients arrive in the
 buffers' storage types (row_sparse where declared).
@@ -131,12 +132,12 @@ class Executor:
     falls back)`` for every operator node.
     """
 
-    def __init__(self, symbol, ctx, arg_dict, grad_dict, grad_req):
+    def __init__(self, symbol, ctx, arg_dict, grad_dict, grad_req, aux_dict):
         self._symbol, self._ctx = symbol, ctx
-        self.arg_dict, self.grad_dict, self.aux_dict = arg_dict, grad_dict, {}
+        self.arg_dict, self.grad_dict, self.aux_dict = arg_dict, grad_dict, aux_dict
         self._grad_req = grad_req
-        self._program = Program(symbol, list(arg_dict))
-        self._args = list(arg_dict.values())
+        self._program = Program(symbol, list(arg_dict) + list(aux_dict))
+        self._args = list(arg_dict.values()) + list(aux_dict.values())
         self.outputs = []
         self._recorded = False
         for name, req in grad_req.items():
@@ -146,8 +147,8 @@ class Executor:
 
     def _check_storage(self):
         report, verbose = [], storage_verbose()
-        for node, ins, outs in node_stypes(self._symbol,
-                                           {n: a.stype for n, a in self.arg_dict.items()}):
+        stypes = {n: a.stype for d in (self.arg_dict, self.aux_dict) for n, a in d.items()}
+        for node, ins, outs in node_stypes(self._symbol, stypes):
             fallback = node.op.find_impl(ins) is None
             report.append((node.name, node.op.name, ins, outs, fallback))
             if verbose:
@@ -168,7 +169,7 @@ class Executor:
 
     @property
     def aux_arrays(self):
-        return []
+        return list(self.aux_dict.values())
 
     @property
     def output_dict(self):
@@ -207,23 +208,24 @@ class Executor:
                               train_mode=is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
-        """Copy ``arg_params`` (name -> array) into the bound arrays (stypes kept)."""
-        for name, value in arg_params.items():
-            if name in self.arg_dict:
-                self.arg_dict[name][:] = value
-            elif not allow_extra_params:
-                raise NetsError(f"copy_params_from: {name!r} is not an argument; pass "
-                                f"allow_extra_params=True to skip it")
-        if aux_params:
-            raise NetsError(f"copy_params_from: the symbol has no auxiliary states, got "
-                            f"{sorted(aux_params)}")
+        """Copy ``arg_params`` and ``aux_params`` (name -> array) into the bound argument
+        and auxiliary arrays (stypes kept)."""
+        for params, bound, what in ((arg_params, self.arg_dict, "an argument"),
+                                    (aux_params or {}, self.aux_dict, "an auxiliary state")):
+            for name, value in params.items():
+                if name in bound:
+                    bound[name][:] = value
+                elif not allow_extra_params:
+                    raise NetsError(f"copy_params_from: {name!r} is not {what}; pass "
+                                    f"allow_extra_params=True to skip it")
 
     def reshape(self, **shapes):
         """A new executor for new argument ``shapes``; arrays whose shape is unchanged
         (the parameters) are shared with this one."""
+        bound = {**self.arg_dict, **self.aux_dict}
         return simple_bind(self._symbol, self._ctx, self._grad_req,
-                           {n: a.dtype for n, a in self.arg_dict.items()},
-                           {n: a.stype for n, a in self.arg_dict.items()}, self, shapes)
+                           {n: a.dtype for n, a in bound.items()},
+                           {n: a.stype for n, a in bound.items()}, self, shapes)
 
     def __repr__(self):
         return f"<Executor {self._symbol.list_outputs()} @{self._ctx}>"
@@ -249,26 +251,28 @@ def _grad_reqs(names, grad_req):
 
 
 def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shapes):
-    """Bind ``symbol`` to zeros of each argument's inferred shape, dtype and storage type
-    (``shapes``/``type_dict``/``stype_dict`` by name, else declared, else inferred) and
-    gradient buffers of the inferred gradient storage types (``infer_grad_storage_type``:
-    as MXNet, ``dot(csr, w)`` gives ``w`` a row_sparse one) for ``grad_req`` (a string, a
-    list or a dict). Arrays of ``shared_exec`` with the same name, shape, dtype and
-    stype are reused; its shapes fill what the given ones leave unknown."""
+    """Bind ``symbol`` to zeros of each argument's and auxiliary state's inferred shape,
+    dtype and storage type (``shapes``/``type_dict``/``stype_dict`` by name, else declared,
+    else inferred) and gradient buffers of the inferred gradient storage types
+    (``infer_grad_storage_type``: as MXNet, ``dot(csr, w)`` gives ``w`` a row_sparse one)
+    for ``grad_req`` (a string, a list or a dict). Arrays of ``shared_exec`` with the same
+    name, shape, dtype and stype are reused; its shapes fill what the given ones leave
+    unknown."""
     ctx = current_context(ctx)
-    names = symbol.list_arguments()
+    names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
     shapes = dict(shapes)
+    old_args = {} if shared_exec is None else {**shared_exec.arg_dict, **shared_exec.aux_dict}
+    old_grads = shared_exec.grad_dict if shared_exec is not None else {}
     if shared_exec is not None:
-        partial = symbol.infer_shape_partial(**shapes)[0]
-        shapes.update({n: shared_exec.arg_dict[n].shape for n, s in zip(names, partial)
-                       if s is None and n in shared_exec.arg_dict})
-    arg_shapes = symbol.infer_shape(**shapes)[0]
-    arg_types = symbol.infer_type(**(type_dict or {}))[0]
-    arg_stypes = symbol.infer_storage_type(**(stype_dict or {}))[0]
+        partial = symbol.infer_shape_partial(**shapes)
+        shapes.update({n: old_args[n].shape for n, s in zip(names + aux_names,
+                                                             partial[0] + partial[2])
+                       if s is None and n in old_args})
+    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
+    arg_stypes, _, aux_stypes = symbol.infer_storage_type(**(stype_dict or {}))
     grad_stypes = infer_grad_storage_type(symbol, dict(zip(names, arg_stypes)))
     reqs = _grad_reqs(names, grad_req)
-    old_args = shared_exec.arg_dict if shared_exec is not None else {}
-    old_grads = shared_exec.grad_dict if shared_exec is not None else {}
 
     def reuse(old, shape, dtype, stype):
         if old is not None and (old.shape, old.dtype, old.stype) == (shape, dtype, stype):
@@ -281,39 +285,46 @@ def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shape
         args[n] = reuse(old_args.get(n), shape, dtype, stype)
         if reqs[n] != "null":
             grads[n] = reuse(old_grads.get(n), shape, dtype, grad_stype)
-    return Executor(symbol, ctx, args, grads, reqs)
+    aux = {n: reuse(old_args.get(n), *spec)
+           for n, *spec in zip(aux_names, aux_shapes, aux_types, aux_stypes)}
+    return Executor(symbol, ctx, args, grads, reqs, aux)
 
 
-def _by_name(values, names, what):
+def _by_name(values, names, what, kind="arguments"):
     if isinstance(values, dict):
         extra = set(values) - set(names)
         if extra:
-            raise NetsError(f"bind: {what} names {sorted(extra)}, which are not arguments "
+            raise NetsError(f"bind: {what} names {sorted(extra)}, which are not {kind} "
                             f"{names}")
         return values
     values = list(values)
     if len(values) != len(names):
-        raise NetsError(f"bind: {len(values)} {what} for {len(names)} arguments {names}")
+        raise NetsError(f"bind: {len(values)} {what} for {len(names)} {kind} {names}")
     return dict(zip(names, values))
+
+
+def _arrays(values, names, what, kind, ctx):
+    """``values`` (a dict by name, or a list in ``names`` order) as arrays, one per name."""
+    values = _by_name(values, names, what, kind)
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise NetsError(f"bind: no arrays for {kind} {missing}")
+    return {n: values[n] if isinstance(values[n], NDArray) else array(values[n], ctx)
+            for n in names}
 
 
 def bind(symbol, ctx, args, args_grad, grad_req, aux_states):
     """Bind ``symbol`` to the given arrays (shared, not copied): ``args`` and
     ``args_grad`` map argument names to arrays (or list them in ``list_arguments()``
-    order); an argument without a gradient array gets ``grad_req='null'``."""
+    order), ``aux_states`` the auxiliary states (``list_auxiliary_states()`` order); an
+    argument without a gradient array gets ``grad_req='null'``."""
     ctx = current_context(ctx)
-    names = symbol.list_arguments()
-    args = _by_name(args, names, "args")
-    missing = [n for n in names if n not in args]
-    if missing:
-        raise NetsError(f"bind: no arrays for arguments {missing}")
-    if aux_states:
-        raise NetsError("bind: the symbol has no auxiliary states (no nets operator has any)")
-    args = {n: a if isinstance(a, NDArray) else array(a, ctx) for n, a in
-            ((n, args[n]) for n in names)}
-    symbol.infer_shape_partial(**{n: a.shape for n, a in args.items()})  # raises on a mismatch
+    names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    args = _arrays(args, names, "args", "arguments", ctx)
+    aux = _arrays(aux_states or {}, aux_names, "aux_states", "auxiliary states", ctx)
+    symbol.infer_shape_partial(**{n: a.shape for d in (args, aux) for n, a in d.items()})
     grads = {} if args_grad is None else {
         n: g for n, g in _by_name(args_grad, names, "args_grad").items() if g is not None}
     reqs = {n: r if n in grads else "null" for n, r in _grad_reqs(names, grad_req).items()}
     return Executor(symbol, ctx, args, {n: grads[n] for n in names if reqs[n] != "null"},
-                    reqs)
+                    reqs, aux)

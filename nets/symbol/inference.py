@@ -8,7 +8,8 @@ operator's rule returns its input shapes (filling those it can deduce, e.g.
 nothing changes. Dtypes flow forward (a value input with no dtype takes its fellow
 inputs'); what stays unknown is float32. Gradient storage types: a variable's declared
 ``grad_stype``, else the sum (``add_n``'s rule) of what every operator using it declares
-for that input, else the variable's own stype.
+for that input, else the variable's own stype. Auxiliary states are variables like the
+others in every walk; the results list them apart (``list_auxiliary_states()`` order).
 """
 import numbers
 
@@ -53,6 +54,9 @@ class _Values:
     def args(self, symbol):
         return [self.vars[n] for n in symbol.list_arguments()]
 
+    def aux(self, symbol):
+        return [self.vars[n] for n in symbol.list_auxiliary_states()]
+
     def heads(self, symbol):
         return [self.get(e) for e in symbol._outputs]
 
@@ -74,7 +78,7 @@ def _storage(symbol, given):
 def infer_storage_type(symbol, given):
     """See ``Symbol.infer_storage_type``; ``given`` maps argument names to stypes."""
     v, _ = _storage(symbol, given)
-    return v.args(symbol), v.heads(symbol), []
+    return v.args(symbol), v.heads(symbol), v.aux(symbol)
 
 
 def node_stypes(symbol, given):
@@ -178,14 +182,13 @@ def infer_shape(symbol, given, partial):
             for k, s in enumerate(outs):
                 if s is not None and put((node, k), s, node):
                     changed = True
-    args, heads = v.args(symbol), v.heads(symbol)
-    if not partial and (None in args or None in heads):
-        names = symbol.list_arguments()
-        unknown = [n for n, s in zip(names, args) if s is None]
+    args, heads, aux = v.args(symbol), v.heads(symbol), v.aux(symbol)
+    if not partial and (None in args or None in heads or None in aux):
+        unknown = [n for n in symbol.list_inputs() if v.vars[n] is None]
         unknown += [n for n, s in zip(symbol.list_outputs(), heads) if s is None]
         raise ShapeError(f"infer_shape: cannot infer the shapes of {unknown} from the given "
                          f"shapes {given}")
-    return args, heads, []
+    return args, heads, aux
 
 
 def infer_type(symbol, given):
@@ -205,7 +208,7 @@ def infer_type(symbol, given):
             break
         for n in unknown:
             v.vars[n] = np.dtype(np.float32)
-    return v.args(symbol), v.heads(symbol), []
+    return v.args(symbol), v.heads(symbol), v.aux(symbol)
 
 
 def _type_step(node, v):

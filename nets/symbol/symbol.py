@@ -79,6 +79,12 @@ class _FunctionOp:
     def infer_grad_stype(self, *stypes, **attrs):
         return self.rule.infer_grad_stype(*self._rule_stypes(stypes))[:len(stypes)]
 
+    def takes(self, attrs):
+        return self.inputs
+
+    def num_aux(self, attrs):
+        return 0
+
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
 
@@ -96,7 +102,8 @@ class _Node:
     absent optional input, ``attrs``: the attributes given) or a variable (``op`` None,
     ``var``: its declared attributes)."""
 
-    __slots__ = ("op", "name", "inputs", "attrs", "full_attrs", "num_outputs", "var")
+    __slots__ = ("op", "name", "inputs", "attrs", "full_attrs", "num_outputs", "num_aux",
+                 "var")
 
     def __init__(self, op, name, inputs=(), attrs=None, var=None):
         self.op, self.name, self.inputs = op, name, tuple(inputs)
@@ -104,6 +111,11 @@ class _Node:
         self.full_attrs = {} if op is None else {**op.attrs, **self.attrs}
         self.num_outputs = 1 if op is None else len(op.infer_stype(
             *(None if e is None else "default" for e in self.inputs), **self.full_attrs))
+        self.num_aux = 0 if op is None else op.num_aux(self.full_attrs)
+        for e in self.inputs[len(self.inputs) - self.num_aux:]:
+            if e is None or e[0].op is not None:
+                raise NetsError(f"node {name!r} ({op.name}): its auxiliary states (its last "
+                                f"{self.num_aux} inputs) must be Variables")
 
 
 def _topo(heads):
@@ -163,11 +175,32 @@ class Symbol:
         """The node's name for a single output (None for a group)."""
         return self._outputs[0][0].name if len(self._outputs) == 1 else None
 
-    def list_arguments(self):
-        """Names of the variables, in depth-first order (each name once)."""
-        return list(dict.fromkeys(n.name for n in self._nodes() if n.op is None))
+    def _variables(self):
+        """``(arguments, auxiliary states)``: the names of the variables, each in
+        depth-first order; a variable is an auxiliary state when an operator takes it as
+        one (``Op.aux``: running statistics the operator updates in place)."""
+        nodes = self._nodes()
+        aux, plain = set(), set()
+        for n in nodes:
+            first_aux = len(n.inputs) - n.num_aux
+            for j, e in enumerate(n.inputs):
+                if e is not None and e[0].op is None:
+                    (aux if j >= first_aux else plain).add(e[0].name)
+        if aux & plain:
+            raise NetsError(f"variables {sorted(aux & plain)} are both auxiliary states and "
+                            f"arguments of the symbol")
+        names = list(dict.fromkeys(n.name for n in nodes if n.op is None))
+        args = [n for n in names if n not in aux]
+        return args, [n for n in names if n in aux]
 
-    list_inputs = list_arguments
+    def list_arguments(self):
+        """Names of the variables other than auxiliary states, in depth-first order (each
+        name once)."""
+        return self._variables()[0]
+
+    def list_inputs(self):
+        """Names of every variable, arguments and auxiliary states, in depth-first order."""
+        return list(dict.fromkeys(n.name for n in self._nodes() if n.op is None))
 
     def list_outputs(self):
         """Output names: a variable's name, ``<node>_output`` (``_output<k>`` when the node
@@ -175,8 +208,10 @@ class Symbol:
         return [_output_name(node, k) for node, k in self._outputs]
 
     def list_auxiliary_states(self):
-        """Auxiliary states (running statistics): no nets operator has any, so ``[]``."""
-        return []
+        """Names of the auxiliary states: variables an operator takes as arrays it updates
+        in place (a custom operator's ``list_auxiliary_states()``), not as arguments; they
+        get no gradient and are bound through ``aux_states``."""
+        return self._variables()[1]
 
     def get_internals(self):
         """A group of every output of every node (variables included), in graph order."""
@@ -433,22 +468,17 @@ def _compose(op, args, kwargs):
     if given.get("out") is not None:
         raise NetsError(f"{op.name}: out= has no meaning for a symbol")
     name = _auto_name(op.name) if name is None else name
-    if op.variadic:
-        names = [op.inputs[0]] * len(given.get(op.inputs[0], ()))
-        inputs = list(given.get(op.inputs[0], ()))
-    else:
-        names, inputs = list(op.inputs), []
-        for i in op.inputs:
-            if i in given:
-                inputs.append(given[i])
-            elif i not in op.optional or given.get(f"no_{i}", op.attrs.get(f"no_{i}")) is False:
-                inputs.append(Variable(f"{name}_{i}"))  # MXNet's implicit weights
-            else:
-                inputs.append(None)
     attrs = {k: given[k] for k in op.attrs if k in given}
     missing = [k for k, d in op.attrs.items() if d is REQUIRED and k not in attrs]
     if missing:
         raise TypeError(f"{op.name}() missing required argument(s) {missing}")
+    if op.variadic:
+        inputs = list(given.get(op.inputs[0], ()))
+        names = [op.inputs[0]] * len(inputs)
+    else:
+        names, takes = op.inputs, op.takes(attrs)
+        inputs = [given[i] if i in given else  # an omitted weight: MXNet's implicit variable
+                  Variable(f"{name}_{i}") if i in takes else None for i in names]
     for k, v in attrs.items():
         if isinstance(v, Symbol):
             raise TypeError(f"{op.name}: attribute {k!r} must be a value, not a Symbol")
