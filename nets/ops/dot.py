@@ -248,11 +248,20 @@ def _take(x, idx, axis):
 
 
 def _lookup(table, keys):
-    """Positions of ``keys`` in sorted ``table`` and whether each key is there."""
+    """Positions of ``keys`` (non-negative ids) in sorted unique ``table`` and whether each
+    key is there (a position is meaningful only where found). When the table's id range is
+    no wider than the work, a map from each id of that range to its position answers every
+    key in one pass; otherwise each key is a binary search."""
+    if len(table) == 0:
+        return np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+    upper = int(table[-1]) + 1
+    if upper <= 2 * (len(table) + len(keys)):
+        where = np.full(upper + 1, -1, np.int64)  # the last entry answers every key >= upper
+        where[table] = np.arange(len(table))
+        pos = where[np.minimum(keys, upper)]
+        return pos, pos >= 0
     pos = np.searchsorted(table, keys)
-    found = np.zeros(len(keys), bool) if len(table) == 0 else (
-        table[np.minimum(pos, len(table) - 1)] == keys)
-    return pos, found
+    return pos, table[np.minimum(pos, len(table) - 1)] == keys
 
 
 def _scatter_rows(x, rows, n_rows):
