@@ -7,15 +7,19 @@ the MXNet side is skipped, with a message, when that interpreter is absent. nets
 the renamed programs with this checkout's ``nets``. A program that stops shows its
 last error line instead of numbers. ``epoch_time_s`` is each program's median
 training time per epoch (for ``wide_deep_inference``: one pass over the test data);
-ratio = nets / MXNet (below 1: nets is faster). Prints a table and one JSON line.
-``COMPAT_NETS_ROOT=DIR`` runs another checkout's nets.
+ratio = nets / MXNet (below 1: nets is faster). ``--repeat R`` runs R rounds, each
+running every program under both frameworks (which one goes first alternates from round to
+round), and reports the median time per epoch of each side and the median and range of the
+R per-round ratios: on a shared machine one run's ratio moves with the load. Prints a table
+and one JSON line. ``COMPAT_NETS_ROOT=DIR`` runs another checkout's nets.
 
-Usage: ``python benchmarks/bench_compat.py [--mxnet-python PY] [--programs a,b]``
+Usage: ``python benchmarks/bench_compat.py [--mxnet-python PY] [--programs a,b] [--repeat R]``
 """
 import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 
@@ -51,44 +55,62 @@ def main():
                         help="comma-separated subset (wide_deep_inference needs wide_deep)")
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1, help="initialization seed")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of both frameworks, alternating which goes first")
     args = parser.parse_args()
     names = [n for n in args.programs.split(",") if n]
     data = tempfile.mkdtemp(prefix="bench_compat_data_")
     make_all(data, args.data_seed)
 
-    if os.path.exists(args.mxnet_python):
-        mxnet = run_side(names, data, args.mxnet_python, False, args.seed)
-    else:
+    have_mxnet = os.path.exists(args.mxnet_python)
+    if not have_mxnet:
         print("MXNet side skipped: %s not found (create it with benchmarks/mxnet_venv.sh)"
               % args.mxnet_python)
-        mxnet = {n: {"error": "skipped"} for n in names}
-    nets = run_side(names, data, sys.executable, True, args.seed)
+    rounds = []  # [(mxnet results, nets results)] per round
+    for r in range(max(1, args.repeat)):
+        sides = {}
+        for side in (("mxnet", "nets") if r % 2 == 0 else ("nets", "mxnet")):
+            if side == "nets":
+                sides[side] = run_side(names, data, sys.executable, True, args.seed)
+            elif have_mxnet:
+                sides[side] = run_side(names, data, args.mxnet_python, False, args.seed)
+            else:
+                sides[side] = {n: {"error": "skipped"} for n in names}
+        rounds.append((sides["mxnet"], sides["nets"]))
 
-    head = "%-22s %-14s %12s %12s %12s %12s %7s" % (
-        "program", "metric", "MXNet", "nets", "MXNet s/ep", "nets s/ep", "ratio")
+    head = "%-22s %-14s %12s %12s %12s %12s %7s %11s" % (
+        "program", "metric", "MXNet", "nets", "MXNet s/ep", "nets s/ep", "ratio", "range")
     print(head)
     print("-" * len(head))
     rows = []
     for name in names:
-        m, n = mxnet[name], nets[name]
+        m, n = rounds[-1][0][name], rounds[-1][1][name]
         metric = m.get("metric") or n.get("metric") or "-"
-        ratio = (n["epoch_time_s"] / m["epoch_time_s"]
-                 if "epoch_time_s" in m and "epoch_time_s" in n else None)
+        times = {side: [rd[k][name]["epoch_time_s"] for rd in rounds
+                        if "epoch_time_s" in rd[k][name]]
+                 for k, side in ((0, "mxnet"), (1, "nets"))}
+        ratios = [rd[1][name]["epoch_time_s"] / rd[0][name]["epoch_time_s"] for rd in rounds
+                  if "epoch_time_s" in rd[0][name] and "epoch_time_s" in rd[1][name]]
+        ratio = statistics.median(ratios) if ratios else None
         rows.append({"program": name, "metric": metric, "mxnet": m, "nets": n,
-                     "ratio": ratio})
+                     "mxnet_epoch_times_s": times["mxnet"], "nets_epoch_times_s": times["nets"],
+                     "ratios": ratios, "ratio": ratio})
 
         def num(d, key, fmt):
             return fmt % d[key] if key in d else "-"
-        print("%-22s %-14s %12s %12s %12s %12s %7s" % (
+
+        def median(side):
+            return "%.3f" % statistics.median(times[side]) if times[side] else "-"
+        print("%-22s %-14s %12s %12s %12s %12s %7s %11s" % (
             name, metric[:14], num(m, "value", "%.5f"), num(n, "value", "%.5f"),
-            num(m, "epoch_time_s", "%.3f"), num(n, "epoch_time_s", "%.3f"),
-            "%.2f" % ratio if ratio is not None else "-"))
+            median("mxnet"), median("nets"), "%.2f" % ratio if ratio is not None else "-",
+            "%.2f-%.2f" % (min(ratios), max(ratios)) if len(ratios) > 1 else "-"))
         for side, d in (("MXNet", m), ("nets", n)):
             if "error" in d and d["error"] != "skipped":
                 print("    %s stopped: %s" % (side, d["error"]))
     print(json.dumps({"benchmark": "compat", "machine": platform.machine(),
                       "cpus": os.cpu_count(), "data_seed": args.data_seed,
-                      "init_seed": args.seed, "rows": rows}))
+                      "init_seed": args.seed, "repeat": len(rounds), "rows": rows}))
 
 
 if __name__ == "__main__":

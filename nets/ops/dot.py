@@ -243,6 +243,8 @@ def _take(x, idx, axis):
         return CSRNDArray(x._data[pick], x._indices[pick], indptr, shape, x.context)
     # columns: look each column up in idx, drop absent ones, renumber to positions in idx
     pos, found = _lookup(idx, x._indices)
+    if found.all():  # nothing to drop (idx holds every column x stores): the pattern stays
+        return CSRNDArray(x._data, pos, x._indptr, shape, x.context)
     kept = np.concatenate(([0], np.cumsum(found)))
     return CSRNDArray(x._data[found], pos[found], kept[x._indptr], shape, x.context)
 

@@ -17,13 +17,15 @@ def rsp(stored, n, rng):
     return nd.sparse.row_sparse_array((values, stored), shape=(n, 3), dtype=np.float64), twin
 
 
+@pytest.mark.parametrize("covered", [False, True])  # whether w stores every column x uses
 @pytest.mark.parametrize("n, stored", [
     (50, list(range(0, 50, 2))),              # narrow range: half the ids stored
     (1_000_000, [3, 17, 500_000, 999_999]),   # wide range, few rows
 ])
-def test_products_with_a_row_sparse_operand_match_scipy(n, stored):
+def test_products_with_a_row_sparse_operand_match_scipy(n, stored, covered):
     rng = np.random.default_rng(4)
-    cols = np.concatenate([stored, rng.integers(0, n, 12)])  # some columns not stored
+    extra = rng.choice(stored, 12) if covered else rng.integers(0, n, 12)
+    cols = np.concatenate([stored, extra])
     x = sp.csr_matrix((rng.normal(size=len(cols)), (rng.integers(0, 5, len(cols)), cols)),
                       shape=(5, n))
     x.sum_duplicates()
