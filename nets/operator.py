@@ -25,8 +25,9 @@ the arguments: ``nd.Custom`` takes them as trailing inputs (as MXNet's), ``sym.C
 makes the variables ``<name>_<state>``, which a symbol lists in ``list_auxiliary_states()``
 (not among its arguments), binds through ``aux_states`` and a ``Module`` returns in
 ``get_params()``'s ``aux_params``. The Prop's inference methods get the arguments only and
-return the states' shapes, dtypes and stypes as their third list; the states get no
-gradient.
+return the states' shapes, dtypes and stypes as their third list; graph inference takes the
+shapes from it, and gives a state variable that declares no dtype its arguments' dtype. The
+states get no gradient.
 
 The implementation creates the operator with ``create_operator(ctx, in_shapes,
 in_dtypes)`` (the shapes and dtypes of every input, states included), allocates zeros of

@@ -124,8 +124,10 @@ def _fuse(steps, heads, stypes):
 
 class Executor:
     """A symbol bound to arrays: ``arg_dict`` (argument arrays by name), ``grad_dict``
-    (gradient buffers of the arguments whose ``grad_req`` is not 'null'), ``outputs``
-    (the latest forward's results). Created by ``Symbol.simple_bind``/``Symbol.bind``.
+    (gradient buffers of the arguments whose ``grad_req`` is not 'null'), ``aux_dict``
+    (the auxiliary states, which their operators update in place during ``forward``),
+    ``outputs`` (the latest forward's results). Created by ``Symbol.simple_bind``/
+    ``Symbol.bind``.
 
     Assigning ``exe.arg_dict['x'][:] = value`` writes into the bound array and keeps
     its storage type. ``storage_report`` lists ``(node, op, input stypes, output stypes,

@@ -322,12 +322,14 @@ class Symbol:
     # -- binding ------------------------------------------------------------------------------
     def simple_bind(self, ctx=None, grad_req="write", type_dict=None, stype_dict=None,
                     shared_exec=None, **shapes):
-        """An ``Executor`` with zeros of each argument's inferred shape, dtype and storage
-        type (and gradient buffers); see ``nets.symbol.executor.simple_bind``."""
+        """An ``Executor`` with zeros of each argument's and auxiliary state's inferred
+        shape, dtype and storage type (and gradient buffers); see
+        ``nets.symbol.executor.simple_bind``."""
         return simple_bind(self, ctx, grad_req, type_dict, stype_dict, shared_exec, shapes)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
-        """An ``Executor`` over the given argument arrays (see ``nets.symbol.executor.bind``)."""
+        """An ``Executor`` over the given argument arrays and auxiliary states
+        (``aux_states``; see ``nets.symbol.executor.bind``)."""
         return bind(self, ctx, args, args_grad, grad_req, aux_states)
 
     def eval(self, ctx=None, **kwargs):
