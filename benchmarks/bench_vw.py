@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -98,16 +99,20 @@ def commands(paths, work, vw_lr):
 
 
 def run(cmd, cpus):
-    """Wall seconds of ``cmd`` in a fresh process pinned to ``cpus`` CPUs."""
+    """``(wall seconds, CPU seconds)`` of ``cmd`` in a fresh process pinned to ``cpus``
+    CPUs; CPU time (user + system, of the process and its threads) is what other jobs on a
+    shared machine disturb least."""
     env = dict(os.environ, NETS_NUM_THREADS=str(cpus))
     pinned = ["taskset", "-c", ",".join(str(c) for c in range(cpus))] + cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(pinned, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n"
                          f"{done.stderr.decode()[-2000:]}")
-    return wall
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def held_out(tool, pred_file, labels):
@@ -151,31 +156,36 @@ def main():
         cmds = commands(paths, work, args.vw_lr)
         for cpus in (int(c) for c in args.cpus.split(",")):
             times = {tool: [] for tool in cmds}
+            cpu = {tool: [] for tool in cmds}
             for tool, (train, _, _) in cmds.items():
                 run(train, cpus)  # warm-up: numba's kernel cache, the page cache
             for rep in range(args.reps):
                 order = list(cmds) if rep % 2 == 0 else list(cmds)[::-1]
                 for tool in order:
-                    times[tool].append(run(cmds[tool][0], cpus))
+                    wall, used = run(cmds[tool][0], cpus)
+                    times[tool].append(wall)
+                    cpu[tool].append(used)
             for tool, (_, predict, pred_file) in cmds.items():
                 run(predict, cpus)
                 log_loss, auc = held_out(tool, pred_file, labels)
                 t = times[tool]
                 results.append({"tool": tool, "cpus": cpus, "median_s": float(np.median(t)),
-                                "min_s": min(t), "max_s": max(t), "test_log_loss": log_loss,
+                                "min_s": min(t), "max_s": max(t),
+                                "cpu_median_s": float(np.median(cpu[tool])),
+                                "test_log_loss": log_loss,
                                 "test_auc": auc})
     size = os.path.getsize(paths["train.svm"]) / 1e6
     print(f"train {args.rows:,} rows x {args.features:,} features, {args.nnz} nnz/row "
           f"({size:.0f} MB LibSVM), test {args.test_rows:,} rows; {args.reps} reps; "
           f"{platform.processor() or platform.machine()}")
-    print(f"{'cpus':>4}  {'tool':<5} {'wall s (median)':>15} {'min-max':>13} "
-          f"{'test log-loss':>13} {'AUC':>7}  {'vw / nets':>9}")
+    print(f"{'cpus':>4}  {'tool':<5} {'wall s (median)':>15} {'min-max':>13} {'cpu s':>6} "
+          f"{'test log-loss':>13} {'AUC':>7}  {'vw / nets wall':>14}")
     for r in results:
         vw = next(v for v in results if v["tool"] == "vw" and v["cpus"] == r["cpus"])
         ratio = f"{vw['median_s'] / r['median_s']:.2f}x" if r["tool"] == "nets" else ""
         print(f"{r['cpus']:>4}  {r['tool']:<5} {r['median_s']:>15.2f} "
-              f"{r['min_s']:>6.2f}-{r['max_s']:<6.2f} {r['test_log_loss']:>13.4f} "
-              f"{r['test_auc']:>7.4f}  {ratio:>9}")
+              f"{r['min_s']:>6.2f}-{r['max_s']:<6.2f} {r['cpu_median_s']:>6.2f} "
+              f"{r['test_log_loss']:>13.4f} {r['test_auc']:>7.4f}  {ratio:>14}")
     print(json.dumps({"bench": "vw", "vw_lr": args.vw_lr, "rows": args.rows, "test_rows": args.test_rows,
                       "features": args.features, "nnz": args.nnz, "train_mb": size,
                       "reps": args.reps, "results": results}))
