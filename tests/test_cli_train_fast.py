@@ -50,15 +50,19 @@ def _field(line, name):
 # -- memory and stream train alike ---------------------------------------------------------
 
 @pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
-def test_memory_and_stream_train_the_same_model(files, tmp_path, capsys, optimizer):
+@pytest.mark.parametrize("features", [None, FEATURES])
+def test_memory_and_stream_train_the_same_model(files, tmp_path, capsys, optimizer,
+                                                features):
     """Read whole or streamed, the batches are the same rows in the same order: the same
     seed gives the same model and the same printed losses (a last batch shorter than the
-    others included: 700 rows in batches of 64)."""
+    others included: 700 rows in batches of 64), with or without --features."""
+    given = [] if features is None else ["--features", features]
     models, lines = [], []
     for read in ("memory", "stream"):
         path = tmp_path / f"{read}.npz"
         _train(files / "train.libsvm", "--val", files / "val.libsvm", "--optimizer",
-               optimizer, "--epochs", 2, "--batch-size", 64, "--read", read, "--save", path)
+               optimizer, "--epochs", 2, "--batch-size", 64, "--read", read, "--save", path,
+               *given)
         models.append(_model(path))
         lines.append([ln.split("  ", 2)[2] for ln in _epoch_lines(capsys.readouterr().out)])
     assert lines[0] == lines[1] and len(lines[0]) == 2
@@ -200,6 +204,21 @@ def test_predict_reads_into_memory_or_streams_alike(files, tmp_path):
         outs.append(np.loadtxt(out))
     assert outs[0].shape == (200,)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_a_bad_line_read_into_memory_is_a_one_line_error(files, tmp_path, capsys):
+    """A malformed line or an index beyond --features, found while reading a file into
+    memory, is the command's error, naming the file and the line."""
+    bad = tmp_path / "bad.libsvm"
+    text = (files / "train.libsvm").read_bytes()
+    bad.write_bytes(text + b"1 3:oops\n")
+    line = text.count(b"\n") + 1
+    assert main(["train", str(bad), "--features", str(FEATURES), "--read", "memory"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"line {line}: malformed feature value" in err and "'3:oops'" in err
+    assert main(["train", str(files / "train.libsvm"), "--features", "5", "--read",
+                 "memory"]) == 2
+    assert "out of range for n_features=5" in capsys.readouterr().err
 
 
 # -- reading helpers ---------------------------------------------------------------------------
