@@ -2,9 +2,9 @@
 
 The workload: logistic regression, one pass, over a train file of 400,000 rows x 1,000,000
 features (30 distinct features a row, Zipf-distributed ids scattered over the id space,
-values uniform in (0, 1) with 4 decimals: ``nets.data.make_sparse_dataset``) and a test file of 100,000
-rows drawn the same way. Labels are Bernoulli(sigmoid(x . w_true - 0.5)) for a sparse
-ground-truth model: a random 10% of the features that occur at least 20 times in the
+values uniform in (0, 1) with 4 decimals: ``nets.data.make_sparse_dataset``) and a test file
+of 100,000 rows drawn the same way. Labels are Bernoulli(sigmoid(x . w_true - 0.5)) for a
+sparse ground-truth model: a random 10% of the features that occur at least 20 times in the
 generated rows carry a N(0, 2^2) weight, the rest none (signal that one pass can learn).
 Both files are written as LibSVM (for nets, ~167 MB for the train file) and in VW's own text
 format (``-1 | 12:0.5 ...``, the same tokens: VW hashes a numeric feature name to the number
@@ -12,19 +12,22 @@ itself, so ``-b 20`` holds 1,000,000 features without collisions). Generation is
 the files are cached under ``$TMPDIR/nets-bench-vw/<parameters>/`` (``--data-dir``).
 
 Timed, for 1 CPU (``taskset -c 0``) and 2 CPUs (``taskset -c 0,1``; nets also gets
-``NETS_NUM_THREADS`` to match), each as the wall time of a fresh process running the whole
-command (start-up, parsing, training, saving the model):
+``NETS_NUM_THREADS`` to match), each as the wall time (and the CPU time) of a fresh process
+running the whole command (start-up, parsing, training, saving the model):
 
-- ``nets``: ``python -m nets train TRAIN.svm --optimizer adagrad --epochs 1 --save M``
-  (its other options at their defaults: the feature count is found while loading);
+- ``nets``: ``python -m nets train TRAIN.svm --features 1000000 --optimizer adagrad
+  --epochs 1 --save M`` (the feature count as VW is told its ``-b``; the learning rate and
+  batch size at AdaGrad's defaults);
 - ``vw``: ``python -m vowpalwabbit -d TRAIN.vw --loss_function logistic --adaptive
-  --invariant -l 0.1 -b 20 -f M --quiet`` (``-l``: ``--vw-lr``, the best test log-loss of
-  0.5 (VW's default), 0.2, 0.1, 0.05 and 0.025 on this data) (the pip package's command line: ``vowpalwabbit.Workspace``
-  over the arguments, which runs VW's own driver over ``-d``; the package ships no ``vw``
-  binary).
+  --invariant -l 0.1 -b 20 -f M --quiet``: the pip package's command line
+  (``vowpalwabbit.Workspace`` over the arguments, which runs VW's own driver over ``-d``;
+  the package ships no ``vw`` binary). ``-l`` is ``--vw-lr``: of 0.5 (VW's default), 0.2,
+  0.1, 0.05 and 0.025, 0.1 gives the best test log-loss on this data;
+- ``nets 1 row``, ``vw 1 row``: the same commands on the train file's first line alone,
+  which times each command's fixed cost (start-up and what it loads).
 
 Each command runs once untimed (numba's kernel cache and the page cache warm up), then the
-two tools' reps interleave, their order alternating. Test log-loss and AUC come from each
+tools' reps interleave, their order alternating. Test log-loss and AUC come from each
 tool's predictions of the test file with the model of its last rep (``nets predict``;
 ``vw -t -i M -p P``), computed here with numpy. Prints a table and one JSON line.
 """
@@ -53,7 +56,7 @@ def data_files(args):
     paths = {name: os.path.join(folder, name)
              for name in ("train.svm", "test.svm", "train.vw", "test.vw")}
     if all(os.path.exists(p) for p in paths.values()):
-        return paths
+        return _with_one_row(paths)
     os.makedirs(folder, exist_ok=True)
     from nets.data import make_sparse_dataset, save_libsvm
     from nets.nd import sparse
@@ -77,24 +80,48 @@ def data_files(args):
             text = f.read()
         vw_text = re.sub(rb"(?m)^(\S+)", rb"\1 |", text)  # "label i:v" -> "label | i:v"
         write_atomically(paths[f"{name}.vw"], lambda f: f.write(vw_text))
+    return _with_one_row(paths)
+
+
+def _with_one_row(paths):
+    """``paths`` and ``one.svm``/``one.vw``: the train file's first line alone."""
+    from nets.serialization import write_atomically
+    for fmt in ("svm", "vw"):
+        one = os.path.join(os.path.dirname(paths["train.svm"]), f"one.{fmt}")
+        if not os.path.exists(one):
+            with open(paths[f"train.{fmt}"], "rb") as f:
+                line = f.readline()
+            write_atomically(one, lambda f: f.write(line))
+        paths[f"one.{fmt}"] = one
     return paths
 
 
-def commands(paths, work, vw_lr):
-    """``{tool: (train command, predict command, predictions file)}``."""
+def commands(paths, work, vw_lr, features):
+    """``{tool: (train command, predict command or None, predictions file or None)}``: each
+    tool on the train file, and on its first line alone (``... 1 row``: the command's fixed
+    cost, start-up and whatever it loads, with next to no data)."""
     py = sys.executable
     nets_model, vw_model = os.path.join(work, "nets.npz"), os.path.join(work, "vw.model")
     nets_pred, vw_pred = os.path.join(work, "nets.pred"), os.path.join(work, "vw.pred")
+    bits = max(1, (features - 1).bit_length())
+
+    def nets(data, model):
+        return [py, "-m", "nets", "train", data, "--features", str(features), "--optimizer",
+                "adagrad", "--epochs", "1", "--save", model]
+
+    def vw(data, model):
+        return [py, "-m", "vowpalwabbit", "-d", data, "--loss_function", "logistic",
+                "--adaptive", "--invariant", "-l", str(vw_lr), "-b", str(bits), "-f", model,
+                "--quiet"]
     return {
-        "nets": ([py, "-m", "nets", "train", paths["train.svm"], "--optimizer", "adagrad",
-                  "--epochs", "1", "--save", nets_model],
+        "nets": (nets(paths["train.svm"], nets_model),
                  [py, "-m", "nets", "predict", nets_model, paths["test.svm"], "--output",
                   nets_pred], nets_pred),
-        "vw": ([py, "-m", "vowpalwabbit", "-d", paths["train.vw"], "--loss_function",
-                "logistic", "--adaptive", "--invariant", "-l", str(vw_lr), "-b", "20", "-f", vw_model,
-                "--quiet"],
+        "vw": (vw(paths["train.vw"], vw_model),
                [py, "-m", "vowpalwabbit", "-t", "-i", vw_model, "-d", paths["test.vw"],
                 "-p", vw_pred, "--quiet"], vw_pred),
+        "nets 1 row": (nets(paths["one.svm"], nets_model + ".one.npz"), None, None),
+        "vw 1 row": (vw(paths["one.vw"], vw_model + ".one"), None, None),
     }
 
 
@@ -153,7 +180,7 @@ def main():
     labels = np.loadtxt(paths["test.svm"], dtype=np.float64, usecols=0, ndmin=1)
     results = []
     with tempfile.TemporaryDirectory() as work:
-        cmds = commands(paths, work, args.vw_lr)
+        cmds = commands(paths, work, args.vw_lr, args.features)
         for cpus in (int(c) for c in args.cpus.split(",")):
             times = {tool: [] for tool in cmds}
             cpu = {tool: [] for tool in cmds}
@@ -166,8 +193,10 @@ def main():
                     times[tool].append(wall)
                     cpu[tool].append(used)
             for tool, (_, predict, pred_file) in cmds.items():
-                run(predict, cpus)
-                log_loss, auc = held_out(tool, pred_file, labels)
+                log_loss = auc = None
+                if predict is not None:  # (the models of the last reps on the train file)
+                    run(predict, cpus)
+                    log_loss, auc = held_out(tool, pred_file, labels)
                 t = times[tool]
                 results.append({"tool": tool, "cpus": cpus, "median_s": float(np.median(t)),
                                 "min_s": min(t), "max_s": max(t),
@@ -178,15 +207,18 @@ def main():
     print(f"train {args.rows:,} rows x {args.features:,} features, {args.nnz} nnz/row "
           f"({size:.0f} MB LibSVM), test {args.test_rows:,} rows; {args.reps} reps; "
           f"{platform.processor() or platform.machine()}")
-    print(f"{'cpus':>4}  {'tool':<5} {'wall s (median)':>15} {'min-max':>13} {'cpu s':>6} "
+    print(f"{'cpus':>4}  {'tool':<10} {'wall s (median)':>15} {'min-max':>13} {'cpu s':>6} "
           f"{'test log-loss':>13} {'AUC':>7}  {'vw / nets wall':>14}")
     for r in results:
         vw = next(v for v in results if v["tool"] == "vw" and v["cpus"] == r["cpus"])
         ratio = f"{vw['median_s'] / r['median_s']:.2f}x" if r["tool"] == "nets" else ""
-        print(f"{r['cpus']:>4}  {r['tool']:<5} {r['median_s']:>15.2f} "
+        quality = (f"{r['test_log_loss']:>13.4f} {r['test_auc']:>7.4f}"
+                   if r["test_log_loss"] is not None else f"{'':>13} {'':>7}")
+        print(f"{r['cpus']:>4}  {r['tool']:<10} {r['median_s']:>15.2f} "
               f"{r['min_s']:>6.2f}-{r['max_s']:<6.2f} {r['cpu_median_s']:>6.2f} "
-              f"{r['test_log_loss']:>13.4f} {r['test_auc']:>7.4f}  {ratio:>14}")
-    print(json.dumps({"bench": "vw", "vw_lr": args.vw_lr, "rows": args.rows, "test_rows": args.test_rows,
+              f"{quality}  {ratio:>14}")
+    print(json.dumps({"bench": "vw", "vw_lr": args.vw_lr, "rows": args.rows,
+                      "test_rows": args.test_rows,
                       "features": args.features, "nnz": args.nnz, "train_mb": size,
                       "reps": args.reps, "results": results}))
 
