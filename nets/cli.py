@@ -80,6 +80,9 @@ def _slices(X, y, batch_size):
     return one_pass
 
 
+BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
+
+
 def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, total=None):
     """One pass over the ``(data, label)`` batches that ``one_pass()`` yields (``total`` of
     them, if known, for the progress bar); trains when ``trainer`` is given. Returns (mean
@@ -88,9 +91,11 @@ def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, tot
 
     from . import autograd
     loss_sum, count, seen = 0.0, 0, []
-    # (the bar closes, clearing its line, before an error or interruption is reported)
+    # (the bar closes, clearing its line, before an error or interruption is reported; it
+    # is first drawn after BAR_DELAY seconds, inside the `with`: a short pass draws none,
+    # and Ctrl-C never leaves one drawn by the constructor)
     with tqdm(one_pass(), desc=desc, unit="batch", leave=False, file=sys.stderr,
-              total=total) as bar:
+              total=total, delay=BAR_DELAY) as bar:
         for x, y in bar:
             if trainer is not None:
                 with autograd.record():
@@ -583,13 +588,15 @@ def build_parser():
     p.add_argument("--loss", choices=sorted(_TASKS), default="logistic")
     p.add_argument("--classes", type=int, help="number of classes for --loss softmax")
     p.add_argument("--optimizer", default="adam")
-    p.add_argument("--lr", type=float, help="learning rate (default: 0.2 for adagrad, "
-                                            "else 0.01)")
+    by_optimizer = ", ".join(f"{lr} for {k}" for k, (lr, _) in _DEFAULTS.items())
+    p.add_argument("--lr", type=float, help=f"learning rate (default: {by_optimizer}, "
+                                            f"else {_DEFAULT[0]})")
     p.add_argument("--wd", type=float, default=0.0)
     p.add_argument("--wd-mode", choices=["lazy", "catchup", "dense"], default="lazy")
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, help="rows per training step (default: 2048 "
-                                                  "for adagrad, else 512)")
+    by_optimizer = ", ".join(f"{batch} for {k}" for k, (_, batch) in _DEFAULTS.items())
+    p.add_argument("--batch-size", type=int, help=f"rows per training step (default: "
+                                                  f"{by_optimizer}, else {_DEFAULT[1]})")
     p.add_argument("--read", choices=["auto", "memory", "stream"], default="auto",
                    help=READ_HELP)
     p.add_argument("--save", metavar="MODEL.npz")
