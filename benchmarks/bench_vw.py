@@ -79,7 +79,7 @@ def data_files(args):
         with open(svm, "rb") as f:  # VW's format: the same line, "label | features"
             text = f.read()
         vw_text = re.sub(rb"(?m)^(\S+)", rb"\1 |", text)  # "label i:v" -> "label | i:v"
-        write_atomically(paths[f"{name}.vw"], lambda f: f.write(vw_text))
+        write_atomically(paths[f"{name}.vw"], lambda f, text=vw_text: f.write(text))
     return _with_one_row(paths)
 
 
@@ -91,7 +91,7 @@ def _with_one_row(paths):
         if not os.path.exists(one):
             with open(paths[f"train.{fmt}"], "rb") as f:
                 line = f.readline()
-            write_atomically(one, lambda f: f.write(line))
+            write_atomically(one, lambda f, line=line: f.write(line))
         paths[f"one.{fmt}"] = one
     return paths
 
@@ -184,7 +184,7 @@ def main():
         for cpus in (int(c) for c in args.cpus.split(",")):
             times = {tool: [] for tool in cmds}
             cpu = {tool: [] for tool in cmds}
-            for tool, (train, _, _) in cmds.items():
+            for train, _, _ in cmds.values():
                 run(train, cpus)  # warm-up: numba's kernel cache, the page cache
             for rep in range(args.reps):
                 order = list(cmds) if rep % 2 == 0 else list(cmds)[::-1]
