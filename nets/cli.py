@@ -60,22 +60,43 @@ def _unpadded(batch):
     return x, y
 
 
-def _run_epoch(net, loss_fn, batches, trainer=None, desc="", on_batch=None, total=None,
-               target=None):
-    """One pass over ``batches`` (``total`` of them, if known, for the progress bar); trains
-    when ``trainer`` is given. Returns (mean loss, list of (label, output) numpy pairs for
-    metrics, number of batches). ``target`` maps a label batch to the loss's labels."""
+def _stream(batches, target=None):
+    """One pass over the ``LibSVMIter`` ``batches`` as ``(data, label)`` pairs, without
+    padding; ``target`` maps each label batch (see ``_target``)."""
+    def one_pass():
+        batches.reset()
+        for batch in batches:
+            x, y = _unpadded(batch)
+            yield x, (y if target is None else target(y))
+    return one_pass
+
+
+def _slices(X, y, batch_size):
+    """One pass over in-memory rows ``X`` and labels ``y`` in batches of ``batch_size``
+    consecutive rows (views, no copy)."""
+    def one_pass():
+        for a in range(0, X.shape[0], batch_size):
+            yield X[a:a + batch_size], y[a:a + batch_size]
+    return one_pass
+
+
+BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
+
+
+def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, total=None):
+    """One pass over the ``(data, label)`` batches that ``one_pass()`` yields (``total`` of
+    them, if known, for the progress bar); trains when ``trainer`` is given. Returns (mean
+    loss, list of (label, output) numpy pairs for metrics, number of batches)."""
     from tqdm import tqdm
 
     from . import autograd
-    batches.reset()
     loss_sum, count, seen = 0.0, 0, []
-    # (the bar closes, clearing its line, before an error or interruption is reported)
-    with tqdm(batches, desc=desc, unit="batch", leave=False, file=sys.stderr,
-              total=total) as bar:
-        for batch in bar:
-            x, y = _unpadded(batch)
-            y = y if target is None else target(y)
+    # (the bar closes, clearing its line, before an error or interruption is reported; it
+    # is first drawn after BAR_DELAY seconds, inside the `with`: a short pass draws none,
+    # and Ctrl-C never leaves one drawn by the constructor)
+    with tqdm(one_pass(), desc=desc, unit="batch", leave=False, file=sys.stderr,
+              total=total, delay=BAR_DELAY) as bar:
+        for x, y in bar:
             if trainer is not None:
                 with autograd.record():
                     out = net(x)
@@ -147,7 +168,7 @@ def _demo(args):
             times, losses = [], []
             for epoch in range(args.epochs):
                 t0 = time.perf_counter()
-                final, _, _ = _run_epoch(net, loss_fn, batches, trainer,
+                final, _, _ = _run_epoch(net, loss_fn, _stream(batches), trainer,
                                          desc=f"{name} epoch {epoch + 1}", on_batch=measure,
                                          total=-(-n_train // args.batch_size))
                 times.append(time.perf_counter() - t0)
@@ -304,16 +325,85 @@ def _metrics(cfg, seen):
     return {"rmse": rmse.get()[1]}
 
 
+READ_HELP = ("how to read the LibSVM files: 'memory' parses each file whole (on every thread) "
+             "and batches its rows; 'stream' reads them in blocks as it goes (memory bounded "
+             "by the block, for files larger than memory; a pipe or FIFO needs --features "
+             "then); 'auto' (the default) picks 'memory' when the files are regular and their "
+             "size (a compressed file's times 10) is at most a quarter of the available "
+             "memory (MemAvailable, within the cgroup's limit), else 'stream'")
+MEMORY_SHARE = 4  # 'auto' reads files into memory when they take at most this part of it
+COMPRESSION_RATIO = 10  # 'auto' counts a compressed file as this many times its size
+
+
+def _available_memory():
+    """Bytes of memory this process may still take (``MemAvailable`` of /proc/meminfo,
+    capped by a cgroup v2 limit less its usage), or None where neither is known."""
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            found += [int(line.split()[1]) * 1024 for line in f
+                      if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                found.append(int(limit) - int(f.read().strip()))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _read_mode(choice, paths):
+    """``'memory'`` or ``'stream'`` for ``--read choice`` over the files ``paths`` (the
+    rule of ``READ_HELP``)."""
+    from .data.libsvm import TextReader
+    if choice != "auto":
+        return choice
+    total = 0
+    for path in paths:
+        if not os.path.isfile(path):  # a pipe or FIFO: its size is unknown
+            return "stream"
+        with TextReader(path) as text:
+            total += os.path.getsize(path) * (COMPRESSION_RATIO if text.compression else 1)
+    available = _available_memory()
+    return "memory" if available is not None and total * MEMORY_SHARE <= available else "stream"
+
+
 def _scan_features(path, what):
-    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it. A pipe
-    or FIFO can be read only once, and the training pass needs it: ``--features`` then."""
+    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it, block by
+    block (memory bounded). A pipe or FIFO can be read only once, and the training pass
+    needs it: ``--features`` then."""
     from . import NetsError
-    from .data import load_libsvm
+    from .data.libsvm import libsvm_width
     if not os.path.isfile(path):
         raise NetsError(f"{what} {path} is a pipe or FIFO, which can be read only once: give "
-                        f"--features N (the feature count) to train on it")
-    X, _ = load_libsvm(path, zero_based=True)
-    return X.shape[1]
+                        f"--features N (the feature count) to train on it, or --read memory")
+    return libsvm_width(path, zero_based=True)
+
+
+def _load(path, features):
+    """``(X, y)`` of a LibSVM file parsed whole (``load_libsvm``, on every thread), read
+    zero-based as ``LibSVMIter`` reads it; ``features`` None: its largest index + 1."""
+    from .data import load_libsvm
+    return load_libsvm(path, n_features=features, zero_based=True)
+
+
+def _widened(X, features):
+    """The CSR rows ``X`` with ``features`` columns (at least its own)."""
+    from .nd import sparse
+    if X.shape[1] == features:
+        return X
+    return sparse.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], features))
+
+
+# optimizer -> (learning rate, batch size) when --lr / --batch-size are not given: AdaGrad's
+# per-feature steps shrink with the squared gradients they have seen, so it takes large
+# batches at a larger rate (one pass over a large sparse file in few steps)
+_DEFAULTS = {"adagrad": (0.2, 2048)}
+_DEFAULT = (0.01, 512)
 
 
 def _train(args):
@@ -329,32 +419,48 @@ def _train(args):
     hidden = _parse_model(args.model)
     if args.loss == "softmax" and (args.classes is None or args.classes < 2):
         raise NetsError(f"--loss softmax needs --classes K >= 2, got {args.classes}")
-    features = args.features
-    if features is None:
-        features = max(_scan_features(args.train, "TRAIN"),
-                       _scan_features(args.val, "--val") if args.val else 0)
-        print(f"--features not given: scanned {features} features", file=sys.stderr)
-    cfg = {"features": features, "hidden": hidden, "loss": args.loss,
+    lr, batch_size = _DEFAULTS.get(args.optimizer.lower(), _DEFAULT)
+    lr = lr if args.lr is None else args.lr
+    batch_size = batch_size if args.batch_size is None else args.batch_size
+    cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
+    target = _target(cfg)
+    files = [args.train] + ([args.val] if args.val else [])
+    if _read_mode(args.read, files) == "memory":
+        data = [_load(path, args.features) for path in files]
+        features = max(X.shape[1] for X, _ in data)
+        data = [(_widened(X, features), y if target is None else target(y)) for X, y in data]
+        train_pass = _slices(*data[0], batch_size)
+        val_pass = _slices(*data[1], batch_size) if args.val else None
+        n_train = -(-data[0][0].shape[0] // batch_size)
+        n_val = -(-data[1][0].shape[0] // batch_size) if args.val else None
+    else:
+        features = args.features
+        if features is None:
+            features = max(_scan_features(path, what) for path, what in zip(files, ("TRAIN",
+                                                                                  "--val")))
+        train_pass = _stream(_batches(args.train, features, batch_size), target)
+        val_pass = (_stream(_batches(args.val, features, batch_size), target)
+                    if args.val else None)
+        n_train = n_val = None  # batch counts, known after the first pass
+    if args.features is None:
+        print(f"--features not given: found {features} features", file=sys.stderr)
+    cfg["features"] = features
     net = _build(cfg)
     net.initialize()
     trainer = Trainer(net.collect_params(), args.optimizer,
-                      {"learning_rate": args.lr, "wd": args.wd, "wd_mode": args.wd_mode})
+                      {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode})
     loss_fn = _loss_fn(cfg)
-    train_it = _batches(args.train, features, args.batch_size)
-    val_it = _batches(args.val, features, args.batch_size) if args.val else None
-    n_train = n_val = None  # batch counts, known after the first pass
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
-        train_loss, seen, n_train = _run_epoch(net, loss_fn, train_it, trainer,
-                                               desc=f"epoch {epoch}", total=n_train,
-                                               target=_target(cfg))
+        train_loss, seen, n_train = _run_epoch(net, loss_fn, train_pass, trainer,
+                                               desc=f"epoch {epoch}", total=n_train)
         parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
                  f"train loss {train_loss:.4f}"]
         parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
-        if val_it is not None:
-            val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_it, desc="validation",
-                                                total=n_val, target=_target(cfg))
+        if val_pass is not None:
+            val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_pass, desc="validation",
+                                                total=n_val)
             parts.append(f"val loss {val_loss:.4f}")
             parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
         print("  ".join(parts))
@@ -380,13 +486,17 @@ def _predict(args):
         raise NetsError(f"{args.model}: not a model saved by `nets train --save`")
     net = _build(cfg)
     net.load_parameters(args.model)
-    batches = _batches(args.data, cfg["features"], args.batch_size)
+    if _read_mode(args.read, [args.data]) == "memory":
+        X, y = _load(args.data, cfg["features"])
+        one_pass = _slices(X, y, args.batch_size)
+    else:
+        one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
 
     def chunks():
         """The predictions' text, a chunk per batch: a line per row (softmax: the K class
         probabilities)."""
-        for batch in batches:
-            pred = _to_output(cfg, net(_unpadded(batch)[0]).asnumpy())
+        for x, _ in one_pass():
+            pred = _to_output(cfg, net(x).asnumpy())
             yield "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
                           for row in (pred if pred.ndim > 1 else pred[:, None]))
 
@@ -478,11 +588,17 @@ def build_parser():
     p.add_argument("--loss", choices=sorted(_TASKS), default="logistic")
     p.add_argument("--classes", type=int, help="number of classes for --loss softmax")
     p.add_argument("--optimizer", default="adam")
-    p.add_argument("--lr", type=float, default=0.01)
+    by_optimizer = ", ".join(f"{lr} for {k}" for k, (lr, _) in _DEFAULTS.items())
+    p.add_argument("--lr", type=float, help=f"learning rate (default: {by_optimizer}, "
+                                            f"else {_DEFAULT[0]})")
     p.add_argument("--wd", type=float, default=0.0)
     p.add_argument("--wd-mode", choices=["lazy", "catchup", "dense"], default="lazy")
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=512)
+    by_optimizer = ", ".join(f"{batch} for {k}" for k, (_, batch) in _DEFAULTS.items())
+    p.add_argument("--batch-size", type=int, help=f"rows per training step (default: "
+                                                  f"{by_optimizer}, else {_DEFAULT[1]})")
+    p.add_argument("--read", choices=["auto", "memory", "stream"], default="auto",
+                   help=READ_HELP)
     p.add_argument("--save", metavar="MODEL.npz")
     p.set_defaults(func=_train)
 
@@ -491,6 +607,8 @@ def build_parser():
     p.add_argument("data", metavar="DATA.libsvm")
     p.add_argument("--output", metavar="PREDS.txt", help="default: standard output")
     p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--read", choices=["auto", "memory", "stream"], default="auto",
+                   help=READ_HELP)
     p.set_defaults(func=_predict)
     return parser
 

@@ -127,9 +127,10 @@ def test_predict_output_is_written_atomically(files, monkeypatch):
 
 @pytest.mark.parametrize("command", ["train", "predict"])
 def test_a_huge_batch_size_is_a_one_line_out_of_memory_error(files, command):
+    # (streamed: a file read into memory is sliced, so a batch beyond it is the whole file)
     args = (["train", files / "train.libsvm", "--features", 50] if command == "train"
             else ["predict", files / "model.npz", files / "train.libsvm"])
-    proc = _run(*args, "--batch-size", 10**12)
+    proc = _run(*args, "--read", "stream", "--batch-size", 10**12)
     line = _one_line_error(proc, 1)
     assert line.startswith(f"nets {command}: error: out of memory (")
     assert line.endswith("reduce --batch-size 1000000000000")

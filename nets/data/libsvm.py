@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import io
 import lzma
+import mmap
 import os
 import stat as stat_mode
 import warnings
@@ -33,7 +34,7 @@ from ..arrays.dense import NDArray
 from ..parallel import get_num_threads, parallel_for, parallel_map
 from ..serialization import load_arrays, save_arrays, write_atomically
 
-__all__ = ["load_libsvm", "save_libsvm"]
+__all__ = ["load_libsvm", "save_libsvm", "libsvm_width"]
 
 LOAD_BLOCK = 256 << 20  # load_libsvm reads and parses the file in blocks of this many bytes
 PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all threads,
@@ -322,6 +323,7 @@ class TextReader:
         except NetsError:
             raw.close()
             raise
+        self._fd = raw
         self._raw = self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
         for magic, kind, reader in _COMPRESSED:
             if head.startswith(magic):
@@ -350,7 +352,11 @@ class TextReader:
 
     def blocks(self, block):
         """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
-        line longer than that makes its array longer)."""
+        line longer than that makes its array longer). A regular uncompressed file's arrays
+        are read-only views of a memory map of it: the page cache's pages, not a copy."""
+        if self.regular and self.compression is None:
+            yield from _whole_lines(self._mapped(), block)
+            return
         carry = np.zeros(0, np.uint8)
         while True:
             buf = np.empty(len(carry) + block, np.uint8)
@@ -365,6 +371,22 @@ class TextReader:
                 yield buf[:cut]
             carry = buf[cut:]
 
+    def _mapped(self):
+        """The regular file's ``st_size`` bytes as a read-only uint8 array over a memory map
+        (kept open by the array). A file cut shorter meanwhile is an error here; one cut
+        while its map is read ends the process with SIGBUS, as it would any reader of the
+        page cache's pages (rewrite files by renaming a new one into place)."""
+        size = self.st.st_size
+        if not size:
+            return np.zeros(0, np.uint8)
+        try:
+            mapped = mmap.mmap(self._fd.fileno(), size, access=mmap.ACCESS_READ)
+        except ValueError:  # (the file is now shorter than size)
+            raise NetsError(f"{self.path}: the file changed while being read") from None
+        except OSError as e:
+            raise NetsError(f"{self.path}: cannot read ({e.strerror})") from None
+        return np.frombuffer(mapped, np.uint8)
+
     def close(self):
         self._file.close()  # a decompressing reader leaves the file it reads open
         self._raw.close()
@@ -374,6 +396,31 @@ class TextReader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _whole_lines(buf, block):
+    """Views of ``buf`` (uint8) cut after a '\n', each of about ``block`` bytes (a line
+    longer than that makes its view longer); the last one may lack the '\n'."""
+    lo = 0
+    while lo < len(buf):
+        hi = lo + block
+        if hi >= len(buf):
+            hi = len(buf)
+        else:
+            k = _last_newline(buf[lo:hi])
+            hi = lo + k + 1 if k >= 0 else _line_end(buf, hi)
+        yield buf[lo:hi]
+        lo = hi
+
+
+def _line_end(buf, pos):
+    """The position after the first '\n' in ``buf`` at or after ``pos``, or ``len(buf)``."""
+    step = 1 << 16
+    for lo in range(pos, len(buf), step):
+        k = buf[lo:lo + step].tobytes().find(b"\n")
+        if k >= 0:
+            return lo + k + 1
+    return len(buf)
 
 
 def _last_newline(buf):
@@ -456,21 +503,52 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
             hit = _read_cache(cache_path, key)
             if hit is not None:
                 return hit if query_id else hit[:2]
-        plain = text.regular and text.compression is None
-        blocks, lines, read = [], 0, 0
-        with _Progress(progress, text.st.st_size if plain else None,
-                       os.path.basename(path)) as bar:
-            for buf in text.blocks(LOAD_BLOCK):
-                blocks.append(_parse(buf, spec, path, lines))
-                lines += blocks[-1].newlines
-                read += len(buf)
-                bar.update(len(buf))
-    if plain and read != text.st.st_size:
-        raise NetsError(f"{path}: the file changed while being read")
+        blocks = list(_parsed_blocks(text, spec, path, LOAD_BLOCK, progress))
     X, y, qid = _assemble(blocks, spec, path)
     if cache and _identity(os.stat(path)) == _identity(text.st):  # unchanged meanwhile
         _write_cache(cache_path, key, X, y, qid)
     return (X, y, qid) if query_id else (X, y)
+
+
+def _parsed_blocks(text, spec, path, block, progress=False):
+    """The ``_Block``s of the open ``TextReader`` ``text`` (of the file ``path``), parsed
+    ``block`` bytes at a time, front to back; a tqdm bar of bytes with ``progress``."""
+    plain = text.regular and text.compression is None
+    lines, read = 0, 0
+    with _Progress(progress, text.st.st_size if plain else None,
+                   os.path.basename(path)) as bar:
+        for buf in text.blocks(block):
+            parsed = _parse(buf, spec, path, lines)
+            lines += parsed.newlines
+            read += len(buf)
+            bar.update(len(buf))
+            yield parsed
+    if plain and read != text.st.st_size:
+        raise NetsError(f"{path}: the file changed while being read")
+
+
+SCAN_BLOCK = 16 << 20  # libsvm_width reads and parses this many bytes at a time
+
+
+def libsvm_width(path, zero_based=True, progress=False):
+    """The feature count of the LibSVM file ``path`` read with ``zero_based`` (True or
+    False): its largest feature index + 1 when zero-based, its largest index when one-based
+    (0 without features); ``load_libsvm(path, zero_based=...)`` gives ``X`` that width.
+
+    It reads the file front to back in blocks of ``SCAN_BLOCK`` bytes, keeping none: memory
+    stays bounded whatever the file's size (``load_libsvm(path).shape[1]`` holds the whole
+    file). Malformed input raises ``NetsError`` as ``load_libsvm`` does.
+    """
+    path = _path(path)
+    if zero_based not in (True, False):
+        raise NetsError(f"zero_based={zero_based!r}: expected True or False")
+    spec = _Spec(None, zero_based, "float32")
+    width = 0
+    with TextReader(path) as text:
+        for block in _parsed_blocks(text, spec, path, SCAN_BLOCK, progress):
+            if block.indices.size:
+                width = max(width, int(block.indices.max()) + 1)
+    return width
 
 
 HASH_WHOLE = 4 << 20  # the cache key hashes a file up to this size whole; a larger one in
