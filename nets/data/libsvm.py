@@ -18,7 +18,6 @@ import gzip
 import hashlib
 import io
 import lzma
-import mmap
 import os
 import stat as stat_mode
 import warnings
@@ -323,7 +322,6 @@ class TextReader:
         except NetsError:
             raw.close()
             raise
-        self._fd = raw
         self._raw = self._file = io.BufferedReader(_Prefixed(head, raw), 1 << 20)
         for magic, kind, reader in _COMPRESSED:
             if head.startswith(magic):
@@ -352,11 +350,7 @@ class TextReader:
 
     def blocks(self, block):
         """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
-        line longer than that makes its array longer). A regular uncompressed file's arrays
-        are read-only views of a memory map of it: the page cache's pages, not a copy."""
-        if self.regular and self.compression is None:
-            yield from _whole_lines(self._mapped(), block)
-            return
+        line longer than that makes its array longer)."""
         carry = np.zeros(0, np.uint8)
         while True:
             buf = np.empty(len(carry) + block, np.uint8)
@@ -371,22 +365,6 @@ class TextReader:
                 yield buf[:cut]
             carry = buf[cut:]
 
-    def _mapped(self):
-        """The regular file's ``st_size`` bytes as a read-only uint8 array over a memory map
-        (kept open by the array). A file cut shorter meanwhile is an error here; one cut
-        while its map is read ends the process with SIGBUS, as it would any reader of the
-        page cache's pages (rewrite files by renaming a new one into place)."""
-        size = self.st.st_size
-        if not size:
-            return np.zeros(0, np.uint8)
-        try:
-            mapped = mmap.mmap(self._fd.fileno(), size, access=mmap.ACCESS_READ)
-        except ValueError:  # (the file is now shorter than size)
-            raise NetsError(f"{self.path}: the file changed while being read") from None
-        except OSError as e:
-            raise NetsError(f"{self.path}: cannot read ({e.strerror})") from None
-        return np.frombuffer(mapped, np.uint8)
-
     def close(self):
         self._file.close()  # a decompressing reader leaves the file it reads open
         self._raw.close()
@@ -396,31 +374,6 @@ class TextReader:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _whole_lines(buf, block):
-    """Views of ``buf`` (uint8) cut after a '\n', each of about ``block`` bytes (a line
-    longer than that makes its view longer); the last one may lack the '\n'."""
-    lo = 0
-    while lo < len(buf):
-        hi = lo + block
-        if hi >= len(buf):
-            hi = len(buf)
-        else:
-            k = _last_newline(buf[lo:hi])
-            hi = lo + k + 1 if k >= 0 else _line_end(buf, hi)
-        yield buf[lo:hi]
-        lo = hi
-
-
-def _line_end(buf, pos):
-    """The position after the first '\n' in ``buf`` at or after ``pos``, or ``len(buf)``."""
-    step = 1 << 16
-    for lo in range(pos, len(buf), step):
-        k = buf[lo:lo + step].tobytes().find(b"\n")
-        if k >= 0:
-            return lo + k + 1
-    return len(buf)
 
 
 def _last_newline(buf):
