@@ -6,8 +6,20 @@ splits a call into row ranges, and ``nogil=True`` lets its threads run them at o
 import numba
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, config
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
+
+
+class Kernel(CPUDispatcher):
+    """A kernel's dispatcher: numba's, except that a call from another kernel compiles for
+    the argument types without their constant values. Numba types a constant argument
+    (``_at(pos, 0, k)``) as a literal and compiles the callee once per distinct constant;
+    LLVM still folds the constant once it inlines the callee."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(map(types.unliteral, args)),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
 
 
 def jit(fn=None, *, reassoc=False):
@@ -20,8 +32,15 @@ def jit(fn=None, *, reassoc=False):
     in numpy), so a sum loop is vectorised into one running sum per SIMD lane, as
     numpy's own pairwise sum keeps 8.
     """
-    wrap = numba.njit(cache=True, nogil=True, error_model="numpy",
-                      fastmath={"reassoc"} if reassoc else False)
+    options = {"nopython": True, "nogil": True, "error_model": "numpy",
+               "fastmath": {"reassoc"} if reassoc else False}
+
+    def wrap(fn):
+        if config.DISABLE_JIT:
+            return fn
+        kernel = Kernel(py_func=fn, locals={}, targetoptions=options)
+        kernel.enable_caching()
+        return kernel
     return wrap if fn is None else wrap(fn)
 
 
