@@ -2,11 +2,17 @@
 intrinsics kernels use: ``prefetch_row`` to hide the memory latency of scattered row
 reads (``csr``, ``embedding``, ``optim``) and ``popcount`` to rank ids in a bitmap
 (``embedding.unique_slots``). Kernels never share work among themselves: ``nets.parallel``
-splits a call into row ranges, and ``nogil=True`` lets its threads run them at once."""
+splits a call into row ranges, and ``nogil=True`` lets its threads run them at once.
+
+``KERNELS`` lists every function compiled through ``jit`` (``nets.kernels.cache`` reports
+which of them numba's disk cache holds); the first compile in a process prints a one-line
+notice on stderr (``NOTICE``), since it takes seconds where a cached kernel loads at once."""
+import sys
+
 import numba
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils, config
+from numba.core import cgutils, config, event
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
 
@@ -20,6 +26,28 @@ class Kernel(CPUDispatcher):
     def get_call_template(self, args, kws):
         return super().get_call_template(tuple(map(types.unliteral, args)),
                                          {k: types.unliteral(v) for k, v in kws.items()})
+
+
+KERNELS = []  # every function decorated with ``jit``, in the order the modules define them
+NOTICE = {"enabled": True, "shown": False}  # the first-compile notice (``cache.set_notice``)
+NOTICE_TEXT = "nets: compiling kernels for first use (once; `nets warmup` does it ahead)"
+
+
+class _FirstCompile(event.Listener):
+    """Prints ``NOTICE_TEXT`` once per process when numba starts compiling a kernel (a cache
+    miss: numba raises no compile event for a kernel it loads from its cache)."""
+
+    def on_start(self, ev):
+        if (NOTICE["enabled"] and not NOTICE["shown"]
+                and isinstance(ev.data.get("dispatcher"), Kernel)):
+            NOTICE["shown"] = True
+            print(NOTICE_TEXT, file=sys.stderr, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", _FirstCompile())
 
 
 def jit(fn=None, *, reassoc=False):
@@ -36,10 +64,11 @@ def jit(fn=None, *, reassoc=False):
                "fastmath": {"reassoc"} if reassoc else False}
 
     def wrap(fn):
-        if config.DISABLE_JIT:
-            return fn
-        kernel = Kernel(py_func=fn, locals={}, targetoptions=options)
-        kernel.enable_caching()
+        kernel = fn
+        if not config.DISABLE_JIT:
+            kernel = Kernel(py_func=fn, locals={}, targetoptions=options)
+            kernel.enable_caching()
+        KERNELS.append(kernel)
         return kernel
     return wrap if fn is None else wrap(fn)
 
