@@ -13,7 +13,9 @@ import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, config, event
+from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
+from numba.core.runtime import rtsys
 from numba.extending import intrinsic, overload
 
 
@@ -26,6 +28,23 @@ class Kernel(CPUDispatcher):
     def get_call_template(self, args, kws):
         return super().get_call_template(tuple(map(types.unliteral, args)),
                                          {k: types.unliteral(v) for k, v in kws.items()})
+
+    def enable_caching(self):
+        self._cache = _KernelCache(self.py_func)
+
+
+class _KernelCache(FunctionCache):
+    """Numba's disk cache of a kernel, loading without first loading every typing and
+    lowering registry of numba (``target_context.refresh()``, which also imports scipy's
+    BLAS): cached machine code needs only the code generator and numba's runtime (the
+    allocator kernels call), and a compile loads the registries itself. A process whose
+    kernels are all cached never pays for them. (So kernels stick to arrays, numbers and C
+    math: no typed dict, set or string hashing, whose symbols those registries install.)"""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
 
 
 KERNELS = []  # every function decorated with ``jit``, in the order the modules define them
