@@ -31,9 +31,10 @@ def _info(args):
         import numba
         lines.append(("numba", numba.__version__))
     except ImportError:
+        numba = None
         lines.append(("numba", "not installed"))
     lines.append(("threads", f"{get_num_threads()} (from {num_threads_source()})"))
-    if lines[-2][1] != "not installed":
+    if numba is not None:
         from .kernels import cache
         folder, origin = cache.location()
         lines.append(("numba cache dir", f"{folder} ({origin})" if folder else origin))

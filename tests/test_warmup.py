@@ -110,7 +110,8 @@ def test_warmup_fills_the_cache_and_is_idempotent(tmp_path):
 
 
 def test_cache_state_line():
-    assert cli._cache_state({"a.f": 2, "a.g": 1}) == "warm: 2 of 2 kernels cached (3 compiled variants)"
+    assert cli._cache_state({"a.f": 2, "a.g": 1}) == ("warm: 2 of 2 kernels cached "
+                                                      "(3 compiled variants)")
     assert cli._cache_state({"a.f": 2, "a.g": 0}).startswith(
         "cold: 1 of 2 kernels cached (2 compiled variants); run `nets warmup`")
 

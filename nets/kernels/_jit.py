@@ -9,7 +9,6 @@ which of them numba's disk cache holds); the first compile in a process prints a
 notice on stderr (``NOTICE``), since it takes seconds where a cached kernel loads at once."""
 import sys
 
-import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, config, event
@@ -70,7 +69,9 @@ event.register("numba:compile", _FirstCompile())
 
 
 def jit(fn=None, *, reassoc=False):
-    """``numba.njit(cache=True, nogil=True)``; ``@jit``, ``@jit(reassoc=True)``.
+    """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
+    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``. Under ``NUMBA_DISABLE_JIT=1`` the function
+    itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
     division by zero gives inf/nan as in numpy instead of raising, which also drops the
