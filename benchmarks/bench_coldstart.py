@@ -21,8 +21,8 @@ Python's bytecode for nets is compiled once first, into a folder of this script'
 (``PYTHONPYCACHEPREFIX``), as ``pip install`` does: the children then start as an installed
 nets would, even where ``PYTHONDONTWRITEBYTECODE`` is set. ``--reps`` repeats every case
 (interleaved; each cold case with a new empty cache); ``nets warmup (cold)`` runs once unless
-``--warmup-reps`` says more. Prints a table (median, min, max wall seconds; median CPU
-seconds of the process) and one JSON line.
+``--warmup-reps`` says more (0: none, e.g. to time a nets without ``nets warmup``). Prints a
+table (median, min, max wall seconds; median CPU seconds of the process) and one JSON line.
 """
 import argparse
 import json
@@ -117,16 +117,17 @@ def main():
                 env = fresh()
                 times["nets warmup (cold)"].append(run([py, "-m", "nets", "warmup"], env))
                 times["nets warmup (warm)"].append(run([py, "-m", "nets", "warmup"], env))
-    results = {name: stats(t) for name, t in times.items()}
+    results = {name: stats(t) for name, t in times.items() if t}
     print(f"{ROWS:,} rows x {FEATURES:,} features, {NNZ} non-zeros per row; "
           f"{os.cpu_count()} CPUs; nets {nets.__version__}, python {platform.python_version()}")
     print(f"{'case':<26}{'median s':>10}{'min s':>8}{'max s':>8}{'cpu s':>8}{'reps':>6}")
     for name, r in results.items():
         print(f"{name:<26}{r['median_s']:>10.2f}{r['min_s']:>8.2f}{r['max_s']:>8.2f}"
               f"{r['cpu_median_s']:>8.2f}{r['reps']:>6}")
-    floor = results["import numpy, scipy"]["median_s"]
-    print(f"warm nets train over import numpy, scipy: "
-          f"{results['nets train (warm)']['median_s'] - floor:.2f} s")
+    floor, warm = results["import numpy, scipy"], results["nets train (warm)"]
+    print(f"warm nets train over import numpy, scipy: {warm['min_s'] - floor['min_s']:.2f} s "
+          f"wall (fastest of each), {warm['cpu_median_s'] - floor['cpu_median_s']:.2f} s CPU "
+          f"(medians)")
     print(json.dumps({"bench": "coldstart", "rows": ROWS, "features": FEATURES,
                       "nnz_per_row": NNZ, "cpus": os.cpu_count(), "results": results}))
 
