@@ -15,8 +15,9 @@ import time
 
 
 def _info(args):
-    """Print versions, the kernel thread count and where it comes from, and numba's cache
-    folder."""
+    """Print versions, the kernel thread count and where it comes from, numba's kernel cache
+    folder (as numba chooses it for this process) and whether it holds every kernel. Cheap:
+    it reads numba's cache index, compiling and loading nothing."""
     import platform
 
     import numpy
@@ -30,14 +31,142 @@ def _info(args):
         import numba
         lines.append(("numba", numba.__version__))
     except ImportError:
+        numba = None
         lines.append(("numba", "not installed"))
     lines.append(("threads", f"{get_num_threads()} (from {num_threads_source()})"))
-    lines.append(("numba cache dir", os.environ.get("NUMBA_CACHE_DIR")
-                  or "(default: __pycache__ beside each module)"))
+    if numba is not None:
+        from .kernels import cache
+        folder, origin = cache.location()
+        lines.append(("numba cache dir", f"{folder} ({origin})" if folder else origin))
+        lines.append(("kernels", _cache_state(cache.status())))
     lines.append(("cpu count", os.cpu_count()))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def _cache_state(status):
+    """``nets info``'s line on the kernel cache, from ``kernels.cache.status()``."""
+    cached, total = sum(1 for n in status.values() if n), len(status)
+    variants = f"{sum(status.values())} compiled variants"
+    if cached == total:
+        return f"warm: {cached} of {total} kernels cached ({variants})"
+    return (f"cold: {cached} of {total} kernels cached ({variants}); run `nets warmup` to "
+            f"compile the rest ahead")
+
+
+# -- warmup ------------------------------------------------------------------------------------
+
+WARM_DTYPES = ("float32", "float64")
+# every optimizer with a kernel of its own, with the options that take its other branches
+WARM_OPTIMIZERS = (("sgd", {"momentum": 0.9}), ("adam", {}), ("adagrad", {}),
+                   ("rowwise_adagrad", {}), ("ftrl", {}), ("rmsprop", {"centered": True}))
+
+
+def _warm_steps(folder):
+    """``(label, function)`` pairs: small runs of what the commands and layers do, which
+    together call every kernel with each argument type they take in use (``tests/
+    test_warmup.py`` checks that every kernel is reached)."""
+    import functools
+    steps = []
+    for dtype in WARM_DTYPES:
+        steps.append((f"libsvm {dtype}", functools.partial(_warm_libsvm, folder, dtype)))
+        steps.append((f"sparse ops {dtype}", functools.partial(_warm_ops, dtype)))
+        steps += [(f"train {name} {dtype}", functools.partial(_warm_train, name, opts, dtype))
+                  for name, opts in WARM_OPTIMIZERS]
+    return steps
+
+
+def _warm_data(dtype, rows=64, features=40):
+    from .data import make_sparse_dataset
+    X, y, _ = make_sparse_dataset(rows, features, 4, task="binary", seed=0, dtype=dtype)
+    return X, y
+
+
+def _warm_libsvm(folder, dtype):
+    """Write and read LibSVM files: labels, multi-label lists, qids; whole and streamed."""
+    import numpy as np
+
+    from .data import LibSVMIter, load_libsvm, save_libsvm
+    from .nd import sparse
+    X, y = _warm_data(dtype)
+    path = os.path.join(folder, f"warm-{dtype}.libsvm")
+    save_libsvm(path, X, y, query_id=np.arange(X.shape[0]))
+    load_libsvm(path, dtype=dtype, query_id=True)
+    for _ in LibSVMIter(data_libsvm=path, data_shape=(X.shape[1],), batch_size=16):
+        pass
+    labels = sparse.csr_matrix(np.eye(X.shape[0], 3, dtype=dtype))
+    save_libsvm(path, X, labels)
+    load_libsvm(path, dtype=dtype, multilabel=True)
+
+
+def _warm_ops(dtype):
+    """The sparse operators with kernels of their own, forward and backward."""
+    import numpy as np
+
+    from . import autograd, layers, nd
+    from .utils import clip_global_norm
+    X, _ = _warm_data(dtype, rows=16)
+    Y = X * 2
+    (X + Y).asnumpy(), (X * Y).asnumpy()
+    for reduce in (nd.sum, nd.max):
+        reduce(X, axis=0).asnumpy()
+    nd.sum(nd.ones((16, 8), dtype=dtype), axis=1).asnumpy()
+    w = nd.ones((5, X.shape[1]), dtype=dtype)
+    X.attach_grad()
+    with autograd.record():
+        out = nd.dot(X, w, transpose_b=True)
+    out.backward()
+    rsp = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(6, 3))
+    nd.add_n(rsp, rsp * 2).asnumpy()
+    for ids in (nd.array([[1, 3], [3, 0]], dtype=dtype), nd.array([1, 3], dtype="int64")):
+        emb = layers.Embedding(10, 4, sparse_grad=True, dtype=dtype)
+        emb.initialize()
+        with autograd.record():
+            out = emb(ids)
+        out.backward()
+        clip_global_norm([emb.weight.grad(), emb.weight.data()], 1.0)
+
+
+def _warm_train(optimizer, options, dtype):
+    """Two steps of ``nets train``'s model (a sparse first layer, a hidden layer) with one
+    optimizer, on CSR batches, with weights and gradients of ``dtype``."""
+    from . import Trainer, autograd
+    X, y = _warm_data(dtype)
+    cfg = {"features": X.shape[1], "hidden": [4], "loss": "logistic", "classes": 2,
+           "model": "mlp:4"}
+    net = _build(cfg)
+    net.initialize()
+    net.cast(dtype)
+    trainer = Trainer(net.collect_params(), optimizer, {"learning_rate": 0.01, **options})
+    loss_fn = _loss_fn(cfg)
+    for lo in (0, 32):
+        with autograd.record():
+            loss = loss_fn(net(X[lo:lo + 32]), y[lo:lo + 32])
+        loss.backward()
+        trainer.step(32)
+
+
+def _warmup(args):
+    """Compile every kernel ahead into numba's cache, with a progress bar: idempotent (what
+    the cache holds loads instead of compiling)."""
+    from tqdm import tqdm
+
+    from .kernels import cache
+    cache.set_notice(False)  # the bar says it
+    t0 = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="nets-warmup-") as folder:
+            with tqdm(_warm_steps(folder), desc="compiling kernels", unit="step",
+                      file=sys.stderr, leave=False) as bar:
+                for label, step in bar:
+                    bar.set_postfix_str(label)
+                    step()
+    finally:
+        cache.set_notice(True)
+    folder, _ = cache.location()
+    print(f"{_cache_state(cache.status())} in {folder} ({time.perf_counter() - t0:.1f}s)")
     return 0
 
 
@@ -568,8 +697,13 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="nets", description="Fast sparse training on a CPU.")
     parser.add_argument("--version", action="version", version=f"nets {nets.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("info", help="print versions, numba threading layer and cache dir")
+    p = sub.add_parser("info", help="print versions, threads, and the kernel cache: where it "
+                                    "is and whether it is warm")
     p.set_defaults(func=_info)
+
+    p = sub.add_parser("warmup", help="compile every kernel ahead into numba's cache (once "
+                                      "per install; later runs load them)")
+    p.set_defaults(func=_warmup)
 
     p = sub.add_parser("demo", help="the MXNet Gluon sparse tutorial's three variants on a "
                                     "learnable synthetic problem")

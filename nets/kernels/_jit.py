@@ -2,16 +2,76 @@
 intrinsics kernels use: ``prefetch_row`` to hide the memory latency of scattered row
 reads (``csr``, ``embedding``, ``optim``) and ``popcount`` to rank ids in a bitmap
 (``embedding.unique_slots``). Kernels never share work among themselves: ``nets.parallel``
-splits a call into row ranges, and ``nogil=True`` lets its threads run them at once."""
-import numba
+splits a call into row ranges, and ``nogil=True`` lets its threads run them at once.
+
+``KERNELS`` lists every function compiled through ``jit`` (``nets.kernels.cache`` reports
+which of them numba's disk cache holds); the first compile in a process prints a one-line
+notice on stderr (``NOTICE``), since it takes seconds where a cached kernel loads at once."""
+import sys
+
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, config, event
+from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
+from numba.core.runtime import rtsys
 from numba.extending import intrinsic, overload
 
 
+class Kernel(CPUDispatcher):
+    """A kernel's dispatcher: numba's, except that a call from another kernel compiles for
+    the argument types without their constant values. Numba types a constant argument
+    (``_at(pos, 0, k)``) as a literal and compiles the callee once per distinct constant;
+    LLVM still folds the constant once it inlines the callee."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(map(types.unliteral, args)),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+    def enable_caching(self):
+        self._cache = _KernelCache(self.py_func)
+
+
+class _KernelCache(FunctionCache):
+    """Numba's disk cache of a kernel, loading without first loading every typing and
+    lowering registry of numba (``target_context.refresh()``, which also imports scipy's
+    BLAS): cached machine code needs only the code generator and numba's runtime (the
+    allocator kernels call), and a compile loads the registries itself. A process whose
+    kernels are all cached never pays for them. (So kernels stick to arrays, numbers and C
+    math: no typed dict, set or string hashing, whose symbols those registries install.)"""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+
+KERNELS = []  # every function decorated with ``jit``, in the order the modules define them
+NOTICE = {"enabled": True, "shown": False}  # the first-compile notice (``cache.set_notice``)
+NOTICE_TEXT = "nets: compiling kernels for first use (once; `nets warmup` does it ahead)"
+
+
+class _FirstCompile(event.Listener):
+    """Prints ``NOTICE_TEXT`` once per process when numba starts compiling a kernel (a cache
+    miss: numba raises no compile event for a kernel it loads from its cache)."""
+
+    def on_start(self, ev):
+        if (NOTICE["enabled"] and not NOTICE["shown"]
+                and isinstance(ev.data.get("dispatcher"), Kernel)):
+            NOTICE["shown"] = True
+            print(NOTICE_TEXT, file=sys.stderr, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", _FirstCompile())
+
+
 def jit(fn=None, *, reassoc=False):
-    """``numba.njit(cache=True, nogil=True)``; ``@jit``, ``@jit(reassoc=True)``.
+    """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
+    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``. Under ``NUMBA_DISABLE_JIT=1`` the function
+    itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
     division by zero gives inf/nan as in numpy instead of raising, which also drops the
@@ -20,8 +80,16 @@ def jit(fn=None, *, reassoc=False):
     in numpy), so a sum loop is vectorised into one running sum per SIMD lane, as
     numpy's own pairwise sum keeps 8.
     """
-    wrap = numba.njit(cache=True, nogil=True, error_model="numpy",
-                      fastmath={"reassoc"} if reassoc else False)
+    options = {"nopython": True, "nogil": True, "error_model": "numpy",
+               "fastmath": {"reassoc"} if reassoc else False}
+
+    def wrap(fn):
+        kernel = fn
+        if not config.DISABLE_JIT:
+            kernel = Kernel(py_func=fn, locals={}, targetoptions=options)
+            kernel.enable_caching()
+        KERNELS.append(kernel)
+        return kernel
     return wrap if fn is None else wrap(fn)
 
 

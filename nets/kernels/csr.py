@@ -55,19 +55,28 @@ def dense_csr_t(w, indptr, indices, data):
     return out
 
 
-@jit
 def csr_t_dense(indptr, indices, data, w, n_cols):
     """``X.T @ w`` restricted to the touched columns -> ``(cols, block)``: the sorted unique
     column ids of ``X`` (all in ``[0, n_cols)``) and ``block[k] = (X.T @ w)[cols[k]]``;
     ``w.shape[0] == rows``. Memory is O(nnz + touched * n), never O(cols * n).
 
     ``unique_slots`` numbers the column ids in linear time (``np.unique(indices,
-    return_inverse=True)`` takes O(nnz log nnz)); the rows of ``X`` are then scattered in
-    order, each row of ``w`` read once.
+    return_inverse=True)`` takes O(nnz log nnz)); ``scatter_rows`` then adds the rows of
+    ``X`` in order, each row of ``w`` read once. Two compiled kernels joined here, not one
+    calling the other: numba compiles a kernel's callees into it again, and
+    ``unique_slots`` also serves other operators.
     """
-    n, nnz = w.shape[1], len(indices)
     cols, slot = unique_slots(indices, n_cols)
-    block = np.zeros((len(cols), n), dtype=w.dtype)
+    return cols, scatter_rows(indptr, data, w, slot, len(cols))
+
+
+@jit
+def scatter_rows(indptr, data, w, slot, groups):
+    """``block`` of shape ``(groups, w.shape[1])``: ``block[slot[p]] += data[p] * w[i]`` for
+    every stored entry ``p`` of row ``i`` of the CSR pattern ``indptr``; ``slot`` has one
+    value in ``[0, groups)`` per entry."""
+    n, nnz = w.shape[1], len(slot)
+    block = np.zeros((groups, n), dtype=w.dtype)
     for i in range(len(indptr) - 1):
         wr = w[i]
         for p in range(indptr[i], indptr[i + 1]):
@@ -76,7 +85,7 @@ def csr_t_dense(indptr, indices, data, w, n_cols):
             v, out = data[p], block[slot[p]]
             for j in range(n):
                 out[j] += v * wr[j]
-    return cols, block
+    return block
 
 
 @jit(reassoc=True)

@@ -54,11 +54,11 @@ def radix_order(ids, upper):
     pass moves one array, read and written sequentially, and one sweep counts the digits of
     every pass (moving keys and positions as two arrays costs a second scattered write per
     id). Linear time, where numpy's stable argsort is O(n log n). Ids and positions needing
-    more than 63 bits together fall back to a stable mergesort."""
+    more than 63 bits together fall back to ``_merge_order``."""
     n = len(ids)
     nbits, pbits = _bit_length(upper - 1), _bit_length(n - 1)
     if nbits + pbits > 63:
-        return np.argsort(ids, kind="mergesort")
+        return _merge_order(ids)
     widest = 8 if n < 256 else 11
     passes = (nbits + widest - 1) // widest
     bits = (nbits + passes - 1) // passes
@@ -85,6 +85,34 @@ def radix_order(ids, upper):
     for k in range(n):
         keys2[k] = keys[k] & position
     return keys2
+
+
+@jit
+def _merge_order(ids):
+    """A stable argsort of ``ids`` by bottom-up merging, O(n log n): ``radix_order``'s
+    fallback for ids too wide to pack with their positions. Plain loops: numba's own
+    ``np.argsort(kind="mergesort")`` is a large generic implementation, slow to compile into
+    every kernel that ranks ids, for a branch that only ids and positions needing more than
+    63 bits together take."""
+    n = len(ids)
+    order, merged = np.empty(n, np.int64), np.empty(n, np.int64)
+    for k in range(n):
+        order[k] = k
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if i < mid and (j == hi or ids[order[i]] <= ids[order[j]]):  # ties: left
+                    merged[k] = order[i]
+                    i += 1
+                else:
+                    merged[k] = order[j]
+                    j += 1
+        order, merged = merged, order
+        width *= 2
+    return order
 
 
 @jit

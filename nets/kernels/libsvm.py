@@ -461,7 +461,6 @@ def count_range(buf, lo, hi):
     return nl, co, cm
 
 
-@jit
 def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, row_base,
                nnz_base, lab_base, labels, qids, lab_ptr, lab_ids, indptr, indices, data,
                slow_at, slow_pos):
@@ -471,7 +470,8 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
     Range k writes rows from ``row_base[k]`` (``indptr``/``lab_ptr`` from ``row_base[k] + k``,
     being one longer), values from ``nnz_base[k]``, label ids from ``lab_base[k]``, slow
     tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range. Returns
-    parse_range's results.
+    parse_range's results. (Python slices the outputs: as a compiled kernel calling
+    ``parse_range``, this would compile the whole parser a second time.)
     """
     cap = len(slow_at) // (len(bounds) - 1)
     r0, n0, l0 = row_base[k], nnz_base[k], lab_base[k]

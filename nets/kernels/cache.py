@@ -1,0 +1,70 @@
+"""Numba's disk cache of the kernels: where it is, and which kernels it holds.
+
+A kernel compiles on its first call in a process unless numba's cache holds it for this
+machine and for the kernel's current code; ``nets warmup`` fills the cache ahead, and
+``nets info`` reports it through ``location`` and ``status``, which read numba's cache index
+files without compiling or loading any kernel.
+"""
+import importlib
+import os
+import pkgutil
+
+from . import _jit
+
+# numba's cache locators (numba.core.caching), by the folder each one picks
+_ORIGINS = {"UserProvidedCacheLocator": "NUMBA_CACHE_DIR",
+            "InTreeCacheLocator": "__pycache__ beside the kernel modules",
+            "UserWideCacheLocator": "numba's user-wide folder: the kernels' own folder is "
+                                    "not writable"}
+
+
+def kernels():
+    """Every kernel (each function compiled through ``_jit.jit``), their modules imported:
+    imports numba, compiles nothing."""
+    package = os.path.dirname(__file__)
+    for info in pkgutil.iter_modules([package]):
+        if not info.name.startswith("_") and info.name != "cache":
+            importlib.import_module(f"{__package__}.{info.name}")
+    return list(_jit.KERNELS)
+
+
+def name(kernel):
+    """``module.function`` of a kernel, e.g. ``csr.csr_dense``."""
+    fn = getattr(kernel, "py_func", kernel)
+    return f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__qualname__}"
+
+
+def location():
+    """``(folder, origin)``: the folder numba caches the kernels in, as numba chose it for
+    this process (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the kernel modules when
+    writable, else a user-wide folder), and which of these it is. ``(None, reason)`` when
+    numba does not compile (``NUMBA_DISABLE_JIT=1``)."""
+    compiled = [k for k in kernels() if getattr(k, "_cache", None) is not None]
+    if not compiled:
+        return None, "NUMBA_DISABLE_JIT is set: kernels run as Python"
+    locator = compiled[0]._cache._impl.locator
+    kind = type(locator).__name__.lstrip("_")
+    return locator.get_cache_path(), _ORIGINS.get(kind, kind)
+
+
+def status():
+    """``{kernel name: variants}``: for every kernel, how many compiled variants (argument
+    types) numba's cache holds that it would load in this process: compiled for this CPU,
+    from the kernel's current code. 0: the kernel compiles on its first call."""
+    out = {}
+    for kernel in kernels():
+        cache = getattr(kernel, "_cache", None)
+        if cache is None:
+            out[name(kernel)] = 0
+            continue
+        codegen = kernel.targetctx.codegen()
+        magic, current = codegen.magic_tuple(), cache._index_key(None, codegen)[2]
+        index = cache._cache_file._load_index()  # {} when missing or stale
+        out[name(kernel)] = sum(1 for key in index if key[1] == magic and key[2] == current)
+    return out
+
+
+def set_notice(enabled):
+    """Turn the one-line notice printed at a process's first kernel compile on or off
+    (``nets warmup`` shows a progress bar instead)."""
+    _jit.NOTICE["enabled"] = bool(enabled)
