@@ -280,6 +280,16 @@ class KVStore:
         """Reduce and apply each ``(key, [arrays])``."""
         raise NotImplementedError
 
+    def _push_changed(self, pairs):
+        """``_push(pairs)`` that also returns, for each key in order, what its push changed
+        in the held value: ``(rows, array)``, the sorted row ids an optimizer's lazy update
+        wrote and a row_sparse array of those rows after the update, or ``(None, array)``,
+        the whole value after the update, when any row may have changed. It waits for the
+        update (under ``dist_sync``: the round's, after every worker pushed), so ``rows``
+        are every row the store changed; a worker that applied each result to a copy that
+        equalled the store keeps it equal (``nets.kv.training``)."""
+        raise NotImplementedError
+
     def _pull(self, pairs, ignore_sparse):
         """Fill each array of each ``(key, [outs])`` with the key's value."""
         raise NotImplementedError

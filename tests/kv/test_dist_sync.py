@@ -63,18 +63,25 @@ def _local(workers, steps, states=None, start=0, net=None):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_cluster, tmp_path,
                                                                       workers):
+    """Every worker's copy of every parameter, bit for bit: the row_sparse embedding (read
+    back from the store), and whole, as the worker holds them, the dense-weight embedding
+    with a row_sparse gradient (of which each step brings back only the rows the round
+    changed, so rows only another worker's batch touched come from the round's answer)
+    and the dense layer."""
     _ok(*dist_cluster.run("train.py", workers, args=("dist_sync", 4, tmp_path)), workers)
-    got = np.load(tmp_path / "params.npz")
     expected = train.params(_local(workers, 4))
-    assert len(got.files) == len(expected) == 4
-    for i, value in enumerate(expected):
-        np.testing.assert_array_equal(got[f"arr_{i}"], value, err_msg=str(i))  # bit for bit
+    assert len(expected) == 4
+    for rank in range(workers):
+        got = np.load(tmp_path / f"params{rank}.npz")
+        assert len(got.files) == 4
+        for i, value in enumerate(expected):
+            np.testing.assert_array_equal(got[f"arr_{i}"], value, err_msg=f"{rank}: {i}")
 
 
 def test_dist_states_saved_then_loaded_locally_continue_identically(dist_cluster, tmp_path):
     _ok(*dist_cluster.run("train.py", 1, args=("dist_sync", 3, tmp_path, "save")), 1)
     net = train.build()
-    saved = np.load(tmp_path / "params.npz")
+    saved = np.load(tmp_path / "params0.npz")
     for i, p in enumerate(net.collect_params().values()):
         p.set_data(nets.nd.array(saved[f"arr_{i}"]).tostype(p.stype))
     resumed = train.params(_local(1, 2, states=str(tmp_path / "states0.npz"), start=3, net=net))
@@ -84,7 +91,8 @@ def test_dist_states_saved_then_loaded_locally_continue_identically(dist_cluster
 
 
 def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster):
-    codes, out = dist_cluster.run("stops_early.py", 3, timeout=3)
+    # (a timeout that slow worker starts on a loaded machine do not reach at the first barrier)
+    codes, out = dist_cluster.run("stops_early.py", 3, timeout=10)
     assert codes[1] == 0 and codes[0] != 0 and codes[2] != 0, out
     for rank in (0, 2):
         assert f"[{rank}] worker {rank} failed: " in out, out
