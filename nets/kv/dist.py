@@ -146,6 +146,17 @@ class DistKVStore(KVStore):
         self._layouts.update(layouts)
         self.barrier()
 
+    def _init_generated(self, specs):
+        layouts = {key: Layout(key, shape, len(self._servers), self._bound)
+                   for key, shape, _, _, _ in specs}
+        if self._rank == 0:
+            self._calls("init_generated", [
+                (server, (key, shape, dtype.str, initializer, seed, lo, hi))
+                for key, shape, dtype, initializer, seed in specs
+                for server, lo, hi in layouts[key].parts], "init")
+        self._layouts.update(layouts)
+        self.barrier()
+
     def _send(self, pairs, changed):
         """Push ``pairs`` (compressed, summed here, cut into shards): one call per server.
         Returns ``[(server, keys, ref)]`` and, for each pair, its shards' ``[(lo, server,

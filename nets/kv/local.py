@@ -12,6 +12,7 @@ from ..ops import add_n, retain
 from ..ops.sparse_ops import unique_rows
 from .base import KVStore, register
 from .compression import from_params
+from .shard import generate
 from .updater import Updater
 
 __all__ = ["LocalKVStore"]
@@ -46,6 +47,10 @@ class LocalKVStore(KVStore):
         self._check_init(pairs)
         for key, array in pairs:
             self._values[key] = array.copy()
+
+    def _init_generated(self, specs):
+        for key, shape, dtype, initializer, seed in specs:
+            self._values[key] = generate(initializer, str(key), shape, dtype, seed, 0, shape[0])
 
     def _push(self, pairs):
         self._check_push(pairs)

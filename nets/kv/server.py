@@ -23,7 +23,7 @@ from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..optim.optimizer import Record
 from .local import LocalKVStore
-from .shard import pack, unpack
+from .shard import generate, pack, unpack
 from .updater import Updater
 
 __all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
@@ -103,6 +103,14 @@ class Server:
         """Store each ``(key, packed shard)``."""
         pairs = [(key, unpack(packed)) for key, packed in items]
         self.store.init([k for k, _ in pairs], [a for _, a in pairs])
+
+    def init_generated(self, specs):
+        """Make and store, for each ``(key, shape, dtype, initializer, seed, lo, hi)``, rows
+        ``[lo, hi)`` of the table ``nets.kv.shard.generate`` makes (the shard's local rows
+        ``0 .. hi-lo-1``); returns one None per spec."""
+        for key, shape, dtype, initializer, seed, lo, hi in specs:
+            self.store.init(key, generate(initializer, str(key), shape, dtype, seed, lo, hi))
+        return [None] * len(specs)
 
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` (a copy of the workers') on every push."""

@@ -99,8 +99,17 @@ def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster)
     assert "workers [1] did not" in out and "NETS_KV_TIMEOUT" in out, out
 
 
-def test_dist_async_applies_each_push_on_arrival(dist_cluster):
-    _ok(*dist_cluster.run("async_store.py", 2), 2)
+@pytest.mark.parametrize("workers,servers", [(2, 2), (3, 2), (4, 1)])
+def test_dist_async_applies_each_push_on_arrival(dist_cluster, workers, servers):
+    out = _ok(*dist_cluster.run("async_store.py", workers, servers), workers)
+    assert out.count(": OK") == workers
+
+
+@pytest.mark.parametrize("workers,servers", [(1, 1), (2, 2)])
+def test_servers_make_a_table_from_an_initializer_and_str_keys_work(dist_cluster, workers,
+                                                                     servers):
+    out = _ok(*dist_cluster.run("generated_str_keys.py", workers, servers), workers)
+    assert out.count(": OK") == workers
 
 
 def test_the_cluster_listens_on_the_loopback_address_only(dist_cluster):
