@@ -27,6 +27,7 @@ def _module(name):
 
 
 train = _module("train")
+async_trainer = _module("async_trainer")
 
 
 def _ok(codes, out, workers):
@@ -103,6 +104,33 @@ def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster)
 def test_dist_async_applies_each_push_on_arrival(dist_cluster, workers, servers):
     out = _ok(*dist_cluster.run("async_store.py", workers, servers), workers)
     assert out.count(": OK") == workers
+
+
+def test_a_dist_async_worker_holds_its_own_rows_exactly_and_others_stale(dist_cluster,
+                                                                         tmp_path):
+    """dist_async's documented staleness (nets.kv.training): a worker's copy of a dense
+    weight with a row_sparse gradient equals the store on the rows its own updates
+    changed and keeps the value last received elsewhere; a full pull brings every row.
+    The expectation is each worker's rows trained alone by a local Trainer (a row's
+    update depends on that row only)."""
+    workers, steps = 2, 4
+    _ok(*dist_cluster.run("async_trainer.py", workers, args=(steps, tmp_path)), workers)
+    initial = async_trainer.build(workers).weight.data().asnumpy()
+    final = initial.copy()
+    for rank in range(workers):
+        net = async_trainer.build(workers)
+        trainer = nets.Trainer(net.collect_params(), async_trainer.optimizer())
+        async_trainer.train(net, trainer, rank, steps)
+        own = slice(async_trainer.OWN * rank, async_trainer.OWN * (rank + 1))
+        final[own] = net.weight.data().asnumpy()[own]
+    for rank in range(workers):
+        got = np.load(tmp_path / f"async{rank}.npz")
+        own = np.zeros(len(initial), bool)
+        own[async_trainer.OWN * rank:async_trainer.OWN * (rank + 1)] = True
+        np.testing.assert_array_equal(got["copy"][own], final[own])  # exact
+        np.testing.assert_array_equal(got["copy"][~own], initial[~own])  # stale
+        np.testing.assert_array_equal(got["pulled"], final)
+    assert not np.array_equal(final, initial)
 
 
 @pytest.mark.parametrize("workers,servers", [(1, 1), (2, 2)])
