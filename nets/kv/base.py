@@ -215,14 +215,14 @@ class KVStore:
     def init(self, key, value=None, shape=None, init=None, seed=0, dtype="float32"):
         """Store a copy of ``value`` under ``key`` (once per key); or, without ``value``,
         a dense table of ``shape`` (a tuple of positive ints; for a list of keys, a list of
-        one per key) made by the initializer ``init`` (a ``nets.init`` initializer or its name,
+        one per key) made by the initializer ``init`` (a ``nets.init`` initializer instance,
         given the key as the parameter name) from ``seed`` (an int >= 0) in ``dtype``.
 
         A generated table is the same on every store: its rows are drawn in blocks of
         ``nets.kv.shard.INIT_BLOCK_ROWS``, block ``b`` from a generator seeded with
         ``(seed, b)`` (``nets.kv.shard.generate``); a distributed store's servers each
         make their own rows, nothing is sent from a worker. Initializers whose rule
-        depends on the array's shape (``Xavier``) are refused."""
+        reads the array's shape (``shape_dependent``: ``Xavier``) are refused."""
         if value is not None:
             if shape is not None or init is not None:
                 raise NetsError("init: give either value, or shape and init, not both")

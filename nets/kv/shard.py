@@ -19,7 +19,6 @@ import zlib
 
 import numpy as np
 
-from .. import init as init_mod
 from .. import random
 from ..base import INDEX_DTYPE, NetsError, env_number
 from ..arrays import aligned
@@ -117,11 +116,13 @@ def join(shards, shape):
 
 
 def check_initializer(initializer, what):
-    """``initializer`` (an ``Initializer`` or its name) as an ``Initializer`` that
-    ``generate`` can apply block by block: one whose rule does not depend on the array's
-    shape (``Xavier`` scales by the fans, which a block does not have)."""
-    initializer = init_mod.create(initializer)
-    if isinstance(initializer, init_mod.Xavier):
+    """``initializer`` if ``generate`` can apply it block by block: a ``nets.init``
+    initializer (``init(name, array)``) whose rule does not read the array's shape
+    (``Xavier`` scales by the fans, which a block of rows does not have)."""
+    if isinstance(initializer, str) or not callable(initializer):
+        raise NetsError(f"{what}: init={initializer!r}; expected an initializer instance "
+                        f"such as nets.init.Uniform(0.07)")
+    if getattr(initializer, "shape_dependent", False):
         raise NetsError(f"{what}: init={initializer!r} scales by the array's shape, which a "
                         f"block of rows does not have; use Uniform or Normal with the scale "
                         f"it would give")

@@ -337,7 +337,7 @@ def test_init_makes_a_table_from_an_initializer_and_a_seed_by_row_blocks(monkeyp
     before = nets.random.generator().random()
     nets.random.seed(3)
     kv2 = nets.kv.create()
-    kv2.init("fc_bias", shape=(3, 2), init="normal", seed=1)
+    kv2.init("fc_bias", shape=(3, 2), init=nets.init.Normal(), seed=1)
     bias = nd.zeros((3, 2))
     kv2.pull("fc_bias", out=bias)
     assert not bias.asnumpy().any()
@@ -348,23 +348,25 @@ def test_init_from_an_initializer_refuses_bad_arguments():
     kv = nets.kv.create()
     kv.init(0, nd.zeros(SHAPE))
     with pytest.raises(NetsError, match="already initialized"):
-        kv.init(0, shape=SHAPE, init="uniform")
+        kv.init(0, shape=SHAPE, init=nets.init.Uniform())
     with pytest.raises(NetsError, match="either value, or shape and init"):
         kv.init(1, nd.zeros(SHAPE), shape=SHAPE)
     with pytest.raises(NetsError, match="give value, or shape and init"):
         kv.init(1, shape=SHAPE)
     with pytest.raises(NetsError, match=r"shape=\(0, 2\); expected a tuple of positive ints"):
-        kv.init(1, shape=(0, 2), init="uniform")
+        kv.init(1, shape=(0, 2), init=nets.init.Uniform())
     with pytest.raises(NetsError, match="seed=-1; expected an int >= 0"):
-        kv.init(1, shape=SHAPE, init="uniform", seed=-1)
+        kv.init(1, shape=SHAPE, init=nets.init.Uniform(), seed=-1)
     with pytest.raises(NetsError, match="Xavier.*scales by the array's shape"):
-        kv.init(1, shape=SHAPE, init="xavier")
+        kv.init(1, shape=SHAPE, init=nets.init.Xavier())
+    with pytest.raises(NetsError, match="init='uniform'; expected an initializer instance"):
+        kv.init(1, shape=SHAPE, init="uniform")
     with pytest.raises(NetsError, match="dtype=int32"):
-        kv.init(1, shape=SHAPE, init="uniform", dtype="int32")
+        kv.init(1, shape=SHAPE, init=nets.init.Uniform(), dtype="int32")
     with pytest.raises(NetsError, match="2 keys need a list of 2 shapes"):
-        kv.init([1, 2], shape=SHAPE, init="uniform")
+        kv.init([1, 2], shape=SHAPE, init=nets.init.Uniform())
     with pytest.raises(NetsError, match="key 'x' is a str.*never mixed"):
-        kv.init("x", shape=SHAPE, init="uniform")
+        kv.init("x", shape=SHAPE, init=nets.init.Uniform())
 
 
 def test_factorization_machine_program_pulls_only_each_batchs_rows(tmp_path):
