@@ -68,6 +68,12 @@ class Trainer:
       says otherwise (a distributed store updates);
     - dense weights and gradients: the store, unless ``update_on_kvstore=False``.
 
+    When the store updates, ``step`` pushes every fresh gradient in one call (one per
+    server) whose answer carries what the update changed, applied to the weights: a
+    dense weight with a row_sparse gradient moves only the changed rows and stays equal
+    to the store's (``nets.kv.training`` says what is exact, and what ``dist_async``
+    leaves stale).
+
     A local type name gives a store only when one is needed (row_sparse weights,
     ``update_on_kvstore=True``, compression): on one device there is nothing to reduce.
     ``kvstore=None`` never has a store (``update_on_kvstore=True`` raises); row_sparse

@@ -225,8 +225,9 @@ class Module(BaseModule):
 
         ``kvstore``: None or a local type name (``'local'``, ``'device'``) update the
         parameters here (one device: nothing to reduce); a ``nets.kv.KVStore`` holds them
-        and runs the optimizer (MXNet's ``update_on_kvstore``): dense weights are pulled
-        after each ``update``, the rows of row_sparse ones by ``prepare``."""
+        and runs the optimizer (MXNet's ``update_on_kvstore``): each ``update`` is one push
+        whose answer brings back what the update changed (``nets.kv.training``), and
+        ``prepare`` pulls the rows of row_sparse weights a batch needs."""
         self._need("binded", "init_optimizer()")
         self._need("params_initialized", "init_optimizer()")
         if self.optimizer_initialized and not force_init:
