@@ -23,7 +23,6 @@ What a worker's copy of a weight the store updates holds (``update_on_kvstore``)
 import numpy as np
 
 from ..base import NetsError
-from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from .base import DIST_NAMES, KVStore, create
 from .local import rows_of

@@ -234,7 +234,8 @@ class Module(BaseModule):
             warnings.warn("the optimizer is already initialized; pass force_init=True to "
                           "replace it", stacklevel=2)
             return
-        store = kv_training.store_for(kvstore, self._compression_params is not None, "init_optimizer")
+        store = kv_training.store_for(kvstore, self._compression_params is not None,
+                                      "init_optimizer")
         batch_size = self._data_shapes[0].shape[0]
         if store is not None and store.type in DIST_NAMES and "_sync" in store.type:
             batch_size *= store.num_workers
