@@ -14,11 +14,10 @@ then W2's click-through model (``run.py``'s W2, lazy Adam, batch 512 per worker)
 by ``benchmarks/kv_ctr_worker.py`` single-process without a store, and with
 ``Trainer(kvstore=...)`` on ``dist_sync`` at (workers, servers) = (1, 1) and (2, 2) and on
 ``dist_async`` at (2, 2): samples/s over all workers, and the median ms per step of the
-compute (forward and backward) and of ``trainer.step`` (with a store: pushing the
-gradients, the servers' update, pulling the weights, and waiting for the other workers).
-The bytes a step moves are estimated from W2's rows per batch (~7,300 of 64 float32
-values, pushed as a row_sparse gradient; the dense 10^6 x 64 weight pulled back whole, as
-``Trainer`` does for a dense weight its store updates).
+compute (forward and backward) and of ``trainer.step`` (with a store: one call per
+server pushing the gradients, the servers' update, the answer with the rows it changed,
+waiting for the other workers, applying the rows), and the bytes one worker's step sends
+and receives (counted by the worker at the store).
 
 Prints a table and one JSON line.
 
@@ -133,19 +132,16 @@ def main():
         print(f"{key[:-3]:<28}{results[key]:>11.3f}")
     print(f"push+pull is {results['push_pull_over_shm']:.1f}x the shared-memory copy")
 
-    pushed = ROWS * COLS * 4 + ROWS * 8  # a row_sparse gradient: values and row ids
-    pulled = TABLE * COLS * 4  # the dense weight, whole
     ctr = {}
     for store, workers, servers in CTR_RUNS:
-        r = _ctr(address, store, workers, servers, args)
-        r["bytes_per_step"] = 0 if store == "none" else workers * (pushed + pulled)
-        ctr[f"{store}:{workers}x{servers}"] = r
+        ctr[f"{store}:{workers}x{servers}"] = _ctr(address, store, workers, servers, args)
     print(f"\nW2 CTR, batch {wl.W2['batch']} per worker, "
           f"{args.steps} timed steps each")
-    print(f"{'run':<22}{'samples/s':>11}{'compute ms':>12}{'step ms':>10}{'MB/step':>9}")
+    print(f"{'run':<22}{'samples/s':>11}{'compute ms':>12}{'step ms':>10}"
+          f"{'MB/worker-step':>16}")
     for name, r in ctr.items():
         print(f"{name:<22}{r['samples_per_s']:>11,.0f}{r['compute_ms']:>12.2f}"
-              f"{r['step_ms']:>10.2f}{r['bytes_per_step'] / 1e6:>9.1f}")
+              f"{r['step_ms']:>10.2f}{r['bytes_per_step'] / 1e6:>16.2f}")
     print(json.dumps({"bench": "kv", "rows": ROWS, "cols": COLS, "table_rows": TABLE,
                       "reps": args.reps, **results, "ctr": ctr}))
 

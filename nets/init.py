@@ -32,6 +32,10 @@ def _draw_dtype(values):
 class Initializer:
     """Base class: subclasses implement ``_init_weight(name, values)`` on a numpy array."""
 
+    # whether the rule reads the array's shape (a block of rows then differs from the same
+    # rows of the whole array: ``nets.kv``'s server-side init refuses such initializers)
+    shape_dependent = False
+
     def __call__(self, name, arr):
         """Fill ``arr`` (any storage type) in place; returns ``arr``."""
         dense = arr.stype == "default"
@@ -108,6 +112,8 @@ class Normal(Initializer):
 class Xavier(Initializer):
     """Glorot initialisation: scale = sqrt(magnitude / factor) with factor the fan-in,
     fan-out or their mean (``factor_type`` 'in'/'out'/'avg'), uniform or gaussian."""
+
+    shape_dependent = True
 
     def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
         if rnd_type not in ("uniform", "gaussian"):

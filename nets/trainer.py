@@ -16,7 +16,7 @@ zeroes gradients (``grad_req='write'`` overwrites them at the next ``backward``,
 from . import autograd, optim
 from .base import NetsError
 from .kv import DIST_NAMES
-from .kv.training import push_update, reduce_grad, store_for
+from .kv import training as kv_training
 from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
 from .optim.hyper import check_number
 from .optim.states import load_states, save_states
@@ -68,6 +68,12 @@ class Trainer:
       says otherwise (a distributed store updates);
     - dense weights and gradients: the store, unless ``update_on_kvstore=False``.
 
+    When the store updates, ``step`` pushes every fresh gradient in one call (one per
+    server) whose answer carries what the update changed, applied to the weights: a
+    dense weight with a row_sparse gradient moves only the changed rows and stays equal
+    to the store's (``nets.kv.training`` says what is exact, and what ``dist_async``
+    leaves stale).
+
     A local type name gives a store only when one is needed (row_sparse weights,
     ``update_on_kvstore=True``, compression): on one device there is nothing to reduce.
     ``kvstore=None`` never has a store (``update_on_kvstore=True`` raises); row_sparse
@@ -109,7 +115,7 @@ class Trainer:
                             f"True or False")
         sparse_weight = any(p.stype == "row_sparse" for p in self._params)
         sparse_grad = any(p.grad_stype == "row_sparse" for p in self._params)
-        store = store_for(kvstore, sparse_weight or update_on_kvstore is True
+        store = kv_training.store_for(kvstore, sparse_weight or update_on_kvstore is True
                           or compression_params is not None, "Trainer")
         if store is None:
             if update_on_kvstore:
@@ -142,14 +148,16 @@ class Trainer:
 
     def _init_store_values(self):
         """Give the store the initial value of each parameter it lacks (a parameter whose
-        initialization is still deferred joins at a later call)."""
+        initialization is still deferred joins at a later call); when the store updates
+        the weights, each such weight then holds the store's value (rank 0's)."""
+        items = []
         for i in sorted(self._kv_pending):
             try:
-                weight = self._params[i].data()
+                items.append((i, self._params[i].data()))
             except DeferredInitializationError:
                 continue
-            self._kvstore.init(i, weight)
-            self._kv_pending.discard(i)
+        kv_training.init_values(self._kvstore, items, self._update_on_kvstore)
+        self._kv_pending.difference_update(i for i, _ in items)
 
     def _pull_rows(self, param, row_id):
         """Pull rows ``row_id`` of ``param`` from the store into its data
@@ -189,8 +197,9 @@ class Trainer:
             self.update(batch_size, ignore_stale_grad)
             return
         self._init_store_values()
-        for i, weight, slot in self._fresh(ignore_stale_grad):
-            push_update(self._kvstore, i, slot.buffer, weight)
+        fresh = self._fresh(ignore_stale_grad)
+        kv_training.step(self._kvstore, [(i, slot.buffer, weight) for i, weight, slot in fresh])
+        for _, _, slot in fresh:
             slot.fresh = False
 
     def allreduce_grads(self):
@@ -202,9 +211,8 @@ class Trainer:
                             "weights (update_on_kvstore); create the Trainer with "
                             "update_on_kvstore=False")
         self._init_store_values()
-        for i, p in enumerate(self._params):
-            if p.grad_req != "null":
-                reduce_grad(self._kvstore, i, p.grad())
+        kv_training.reduce_grads(self._kvstore, [(i, p.grad()) for i, p in
+                                                 enumerate(self._params) if p.grad_req != "null"])
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update each parameter with its gradient rescaled by ``1/batch_size``.

@@ -11,8 +11,11 @@ import importlib
 import numbers
 import warnings
 
+import numpy as np
+
 from ..base import NetsError
 from ..arrays.dense import NDArray
+from .shard import check_initializer
 
 __all__ = ["KVStore", "KVStoreBase", "create", "register", "DIST_NAMES"]
 
@@ -173,11 +176,14 @@ class KVStore:
                             f"init({key!r}, value) first")
         return held
 
+    def _check_new(self, key):
+        if self._held(key) is not None:
+            raise NetsError(f"init: key {key!r} is already initialized")
+
     def _check_init(self, pairs):
         """Refuse to init a key twice, or with a value neither dense nor row_sparse."""
         for key, array in pairs:
-            if self._held(key) is not None:
-                raise NetsError(f"init: key {key!r} is already initialized")
+            self._check_new(key)
             if array.stype not in ("default", "row_sparse"):
                 raise NetsError(f"init: value for key {key!r} is {array.stype}; a store holds "
                                 f"dense or row_sparse values")
@@ -206,13 +212,52 @@ class KVStore:
         return True
 
     # -- the API ---------------------------------------------------------------------------
-    def init(self, key, value):
-        """Store a copy of ``value`` under ``key`` (once per key)."""
-        pairs = self._pairs(key, value, "init")
-        for k, arrays in pairs:
-            if len(arrays) != 1:
-                raise NetsError(f"init: key {k!r} takes one value, got {len(arrays)}")
-        self._init([(k, arrays[0]) for k, arrays in pairs])
+    def init(self, key, value=None, shape=None, init=None, seed=0, dtype="float32"):
+        """Store a copy of ``value`` under ``key`` (once per key); or, without ``value``,
+        a dense table of ``shape`` (a tuple of positive ints; for a list of keys, a list of
+        one per key) made by the initializer ``init`` (a ``nets.init`` initializer instance,
+        given the key as the parameter name) from ``seed`` (an int >= 0) in ``dtype``.
+
+        A generated table is the same on every store: its rows are drawn in blocks of
+        ``nets.kv.shard.INIT_BLOCK_ROWS``, block ``b`` from a generator seeded with
+        ``(seed, b)`` (``nets.kv.shard.generate``); a distributed store's servers each
+        make their own rows, nothing is sent from a worker. Initializers whose rule
+        reads the array's shape (``shape_dependent``: ``Xavier``) are refused."""
+        if value is not None:
+            if shape is not None or init is not None:
+                raise NetsError("init: give either value, or shape and init, not both")
+            pairs = self._pairs(key, value, "init")
+            for k, arrays in pairs:
+                if len(arrays) != 1:
+                    raise NetsError(f"init: key {k!r} takes one value, got {len(arrays)}")
+            self._init([(k, arrays[0]) for k, arrays in pairs])
+            return
+        if shape is None or init is None:
+            raise NetsError("init: give value, or shape and init (a table made by the store)")
+        keys = list(key) if isinstance(key, (list, tuple)) else [key]
+        shapes = [shape] if not isinstance(key, (list, tuple)) \
+            else list(shape) if isinstance(shape, list) else None
+        if shapes is None or len(shapes) != len(keys):
+            raise NetsError(f"init: {len(keys)} keys need a list of {len(keys)} shapes, got "
+                            f"{shape!r}")
+        for s in shapes:
+            if not (isinstance(s, tuple) and s and all(
+                    isinstance(d, numbers.Integral) and d > 0 for d in s)):
+                raise NetsError(f"init: shape={s!r}; expected a tuple of positive ints")
+        if not (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+                and seed >= 0):
+            raise NetsError(f"init: seed={seed!r}; expected an int >= 0")
+        initializer = check_initializer(init, "init")
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float16, np.float32, np.float64):
+            raise NetsError(f"init: dtype={dtype}; expected float16, float32 or float64")
+        keys = [self._check_key(k, "init") for k in keys]
+        if len(set(keys)) != len(keys):
+            raise NetsError(f"init: keys listed twice: {keys}")
+        for k in keys:
+            self._check_new(k)
+        self._init_generated([(k, tuple(int(d) for d in s), dtype, initializer, int(seed))
+                              for k, s in zip(keys, shapes)])
 
     def broadcast(self, key, value, out, priority=0):
         """``init(key, value)`` then ``pull(key, out)``."""
@@ -276,8 +321,23 @@ class KVStore:
         """Store a copy of each ``(key, array)``."""
         raise NotImplementedError
 
+    def _init_generated(self, specs):
+        """Store, for each ``(key, shape, dtype, initializer, seed)``, the table
+        ``nets.kv.shard.generate`` makes."""
+        raise NotImplementedError
+
     def _push(self, pairs):
         """Reduce and apply each ``(key, [arrays])``."""
+        raise NotImplementedError
+
+    def _push_changed(self, pairs):
+        """``_push(pairs)`` that also returns, for each key in order, what its push changed
+        in the held value: ``(rows, array)``, the sorted row ids an optimizer's lazy update
+        wrote and a row_sparse array of those rows after the update, or ``(None, array)``,
+        the whole value after the update, when any row may have changed. It waits for the
+        update (under ``dist_sync``: the round's, after every worker pushed), so ``rows``
+        are every row the store changed; a worker that applied each result to a copy that
+        equalled the store keeps it equal (``nets.kv.training``)."""
         raise NotImplementedError
 
     def _pull(self, pairs, ignore_sparse):

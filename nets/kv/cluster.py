@@ -46,6 +46,7 @@ def _source_root():
 
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
+INLINE_ENV, INLINE_BYTES = "RAY_max_direct_call_object_size", 16 * 2**20
 
 
 def _local_environment():
@@ -55,6 +56,9 @@ def _local_environment():
     (``python -m nets.kv.launch`` does)."""
     os.environ[LOOPBACK_ENV] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    # A push's gradient rows and the rows its answer brings back (megabytes) travel inside
+    # the call's message rather than through Ray's object store (Ray's bound: 100 KiB).
+    os.environ.setdefault(INLINE_ENV, str(INLINE_BYTES))
     # (ray.init turns token mode on for a cluster it starts, and finds this token)
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
     path = os.environ.get("PYTHONPATH")

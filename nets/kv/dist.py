@@ -70,7 +70,7 @@ class DistKVStore(KVStore):
         self._bound = big_bound()
         self._layouts = {}  # key -> Layout
         self._rounds = {}  # key -> pushes of the key by this worker
-        self._pending = {}  # key -> [(server, ObjectRef)] of pushes not yet waited for
+        self._pending = []  # [(keys, (server, ObjectRef))]: push calls not yet waited for
         self._barriers = 0
         self._optimizer = None
         self._compression = None
@@ -107,11 +107,29 @@ class DistKVStore(KVStore):
         return self._layouts.get(key)
 
     def _wait_pushes(self, keys=None):
-        """Wait for this worker's pushes of ``keys`` (all keys when None)."""
-        keys = list(self._pending) if keys is None else [k for k in keys if k in self._pending]
-        refs = [r for k in keys for r in self._pending.pop(k)]
-        if refs:
-            gather(refs, "push")
+        """Wait for this worker's pushes of ``keys`` (all keys when None): every push call
+        that carried one of them."""
+        keys = None if keys is None else set(keys)
+        waiting = [(ks, ref) for ks, ref in self._pending if keys is None or ks & keys]
+        if not waiting:
+            return
+        self._pending = [(ks, ref) for ks, ref in self._pending
+                         if not (keys is None or ks & keys)]
+        gather([ref for _, ref in waiting], "push")
+
+    def _calls(self, method, requests, what):
+        """Call ``method`` once per server with the list of that server's requests:
+        ``requests`` is ``[(server, request)]``; returns each request's answer, in order."""
+        by_server = {}
+        for n, (server, request) in enumerate(requests):
+            by_server.setdefault(server, []).append((n, request))
+        refs = [(server, getattr(self._servers[server], method).remote(
+            [r for _, r in batch])) for server, batch in by_server.items()]
+        answers = [None] * len(requests)
+        for (_, batch), got in zip(by_server.items(), gather(refs, what)):
+            for (n, _), answer in zip(batch, got):
+                answers[n] = answer
+        return answers
 
     # -- primitives ------------------------------------------------------------------------
     def _init(self, pairs):
@@ -128,20 +146,63 @@ class DistKVStore(KVStore):
         self._layouts.update(layouts)
         self.barrier()
 
-    def _push(self, pairs):
-        self._check_push(pairs)
+    def _init_generated(self, specs):
+        layouts = {key: Layout(key, shape, len(self._servers), self._bound)
+                   for key, shape, _, _, _ in specs}
+        if self._rank == 0:
+            self._calls("init_generated", [
+                (server, (key, shape, dtype.str, initializer, seed, lo, hi))
+                for key, shape, dtype, initializer, seed in specs
+                for server, lo, hi in layouts[key].parts], "init")
+        self._layouts.update(layouts)
+        self.barrier()
+
+    def _send(self, pairs, changed):
+        """Push ``pairs`` (compressed, summed here, cut into shards): one call per server.
+        Returns ``[(server, keys, ref)]`` and, for each pair, its shards' ``[(lo, server,
+        position in that server's answer)]``."""
         opt = self._optimizer
         hyper = None if opt is None else (opt.rescale_grad, opt.lr)
+        by_server, where = {}, []
         for key, arrays in pairs:
             if self._compression is not None:
                 arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
             merged = arrays[0] if len(arrays) == 1 else add_n(*arrays)
             round_no = self._rounds.get(key, 0)
             self._rounds[key] = round_no + 1
-            refs = self._pending.setdefault(key, [])
+            shards = []
             for server, lo, hi in self._layouts[key].parts:
-                refs.append((server, self._servers[server].push.remote(
-                    key, self._rank, round_no, pack(cut(merged, lo, hi)), hyper)))
+                items = by_server.setdefault(server, [])
+                shards.append((lo, server, len(items)))
+                items.append((key, round_no, pack(cut(merged, lo, hi))))
+            where.append(shards)
+        calls = [(server, frozenset(k for k, _, _ in items),
+                  (server, self._servers[server].push.remote(self._rank, items, hyper,
+                                                             changed)))
+                 for server, items in by_server.items()]
+        return calls, where
+
+    def _push(self, pairs):
+        self._check_push(pairs)
+        calls, _ = self._send(pairs, False)
+        self._pending += [(keys, ref) for _, keys, ref in calls]
+
+    def _push_changed(self, pairs):
+        self._check_push(pairs)
+        calls, where = self._send(pairs, True)
+        answers = dict(zip([server for server, _, _ in calls],
+                           gather([ref for _, _, ref in calls], "push")))
+        out = []
+        for (key, _), shards in zip(pairs, where):
+            got = [(lo, answers[server][at]) for lo, server, at in shards]
+            whole = {rows is None for _, (rows, _) in got}
+            if len(whole) != 1:
+                raise NetsError(f"push: the shards of key {key!r} disagree on whether the "
+                                f"update was lazy")
+            layout = self._layouts[key]
+            value = join([(lo, unpack(packed)) for lo, (_, packed) in got], layout.shape)
+            out.append((None, value) if whole == {True} else (value.indices.asnumpy(), value))
+        return out
 
     def _pull(self, pairs, ignore_sparse):
         for key, outs in pairs:
@@ -151,9 +212,9 @@ class DistKVStore(KVStore):
         wanted = [(key, outs) for key, outs in pairs
                   if not all(self._ignored(key, o, ignore_sparse) for o in outs)]
         self._wait_pushes([key for key, _ in wanted])
-        refs = [(server, self._servers[server].pull.remote(key))
-                for key, _ in wanted for server, _, _ in self._layouts[key].parts]
-        values = iter(gather(refs, "pull"))
+        values = iter(self._calls("pull", [(server, key) for key, _ in wanted
+                                           for server, _, _ in self._layouts[key].parts],
+                                  "pull"))
         for key, outs in wanted:
             layout = self._layouts[key]
             value = join([(lo, NDArray(next(values))) for _, lo, _ in layout.parts],
@@ -167,13 +228,12 @@ class DistKVStore(KVStore):
             self._check_shape(key, out, self._known(key, "row_sparse_pull"),
                               "row_sparse_pull", "out")
         self._wait_pushes([key for key, _, _ in triples])
-        refs = []
+        requests = []
         for key, _, row_ids in triples:
             layout = self._layouts[key]
             rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
-            refs += [(server, self._servers[server].pull_rows.remote(key, ids))
-                     for server, _, ids in layout.route(rows)]
-        shards = iter(gather(refs, "row_sparse_pull"))
+            requests += [(server, (key, ids)) for server, _, ids in layout.route(rows)]
+        shards = iter(self._calls("pull_rows", requests, "row_sparse_pull"))
         for key, out, _ in triples:
             layout = self._layouts[key]
             out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],

@@ -12,9 +12,18 @@ from ..ops import add_n, retain
 from ..ops.sparse_ops import unique_rows
 from .base import KVStore, register
 from .compression import from_params
+from .shard import generate
 from .updater import Updater
 
 __all__ = ["LocalKVStore"]
+
+
+def rows_of(value, rows):
+    """Rows ``rows`` (sorted unique ids) of a store's ``value``, copied into a row_sparse
+    array (rows a row_sparse value does not hold stay absent)."""
+    if value.stype == "row_sparse":
+        return retain(value, NDArray(rows))
+    return RowSparseNDArray(value._np[rows], rows, value.shape, value.context)
 
 
 @register
@@ -39,16 +48,41 @@ class LocalKVStore(KVStore):
         for key, array in pairs:
             self._values[key] = array.copy()
 
+    def _init_generated(self, specs):
+        for key, shape, dtype, initializer, seed in specs:
+            self._values[key] = generate(initializer, str(key), shape, dtype, seed, 0, shape[0])
+
     def _push(self, pairs):
         self._check_push(pairs)
         for key, arrays in pairs:
-            if self._compression is not None:
-                arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
-            merged = arrays[0] if len(arrays) == 1 else add_n(*arrays)
-            if self._updater is not None:
-                self._updater(key, merged, self._values[key])
-            else:  # the sum replaces the value, in the sum's storage type (MXNet's)
-                self._values[key] = merged.copy() if len(arrays) == 1 else merged
+            self._apply(key, arrays)
+
+    def _push_changed(self, pairs):
+        self._check_push(pairs)
+        return [self._changed(key, self._apply(key, arrays)) for key, arrays in pairs]
+
+    def _apply(self, key, arrays):
+        """Merge the arrays pushed to ``key`` and apply the sum; returns the sum."""
+        if self._compression is not None:
+            arrays = [self._compression(key, i, a) for i, a in enumerate(arrays)]
+        merged = arrays[0] if len(arrays) == 1 else add_n(*arrays)
+        if self._updater is not None:
+            self._updater(key, merged, self._values[key])
+        else:  # the sum replaces the value, in the sum's storage type (MXNet's)
+            self._values[key] = merged.copy() if len(arrays) == 1 else merged
+        return merged
+
+    def _changed(self, key, merged):
+        """What applying ``merged`` changed in ``key``'s value: ``(rows, copy)``, the
+        sorted row ids an optimizer's lazy update wrote and a row_sparse copy of those
+        rows, or ``(None, copy of the whole value)`` when any row may have changed (a
+        dense or non-lazy update, an ``_set_updater`` callable, no optimizer)."""
+        value = self._values[key]
+        rows = self._updater.changed_rows(merged) if isinstance(self._updater, Updater) \
+            else None
+        if rows is None:
+            return None, value.copy()
+        return rows, rows_of(value, rows)
 
     def _pull(self, pairs, ignore_sparse):
         for key, outs in pairs:
@@ -68,10 +102,7 @@ class LocalKVStore(KVStore):
         for key, out, row_ids in triples:
             value = self._values[key]
             rows = unique_rows(row_ids.asnumpy(), value.shape[0], "row_sparse_pull", "row_ids")
-            if value.stype == "row_sparse":
-                out._assign(retain(value, NDArray(rows)))
-            else:  # a dense value: its rows, copied
-                out._assign(RowSparseNDArray(value._np[rows], rows, value.shape, value.context))
+            out._assign(rows_of(value, rows))
 
     # -- optimizer and compression -------------------------------------------------------------
     def set_optimizer(self, optimizer):

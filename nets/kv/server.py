@@ -23,7 +23,7 @@ from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..optim.optimizer import Record
 from .local import LocalKVStore
-from .shard import pack, unpack
+from .shard import generate, pack, unpack
 from .updater import Updater
 
 __all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
@@ -49,11 +49,14 @@ def unpack_tree(packed):
 
 class _Round:
     """One key's push rounds on a server: ``done`` rounds completed; ``arrived`` maps the
-    ranks that pushed in the current round to their arrays; ``error`` is the failure of
-    the round that raised when applied (reported to every worker of that round)."""
+    ranks that pushed in the current round to their arrays, ``wanted`` counts those that
+    asked for what the round changed; ``results`` holds, per round, those changes until
+    each worker that asked took them; ``errors`` the failure of a round that raised when
+    applied (reported to every worker of that round)."""
 
     def __init__(self):
         self.done, self.arrived, self.errors = 0, {}, {}
+        self.wanted, self.results = 0, {}  # (results: round -> [changes, takers left])
 
 
 async def _wait(cond, predicate, timeout, describe):
@@ -64,6 +67,11 @@ async def _wait(cond, predicate, timeout, describe):
             await asyncio.wait_for(cond.wait_for(predicate), timeout)
         except asyncio.TimeoutError:
             raise NetsError(describe()) from None
+
+
+def _pack_changed(result):
+    """``(rows, array)`` of ``LocalKVStore._push_changed`` made picklable (or None)."""
+    return None if result is None else (result[0], pack(result[1]))
 
 
 def _missing(arrived, num_workers):
@@ -96,6 +104,14 @@ class Server:
         pairs = [(key, unpack(packed)) for key, packed in items]
         self.store.init([k for k, _ in pairs], [a for _, a in pairs])
 
+    def init_generated(self, specs):
+        """Make and store, for each ``(key, shape, dtype, initializer, seed, lo, hi)``, rows
+        ``[lo, hi)`` of the table ``nets.kv.shard.generate`` makes (the shard's local rows
+        ``0 .. hi-lo-1``); returns one None per spec."""
+        for key, shape, dtype, initializer, seed, lo, hi in specs:
+            self.store.init(key, generate(initializer, str(key), shape, dtype, seed, lo, hi))
+        return [None] * len(specs)
+
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` (a copy of the workers') on every push."""
         self.updater = Updater(optimizer)
@@ -112,18 +128,28 @@ class Server:
         if hyper is not None and self.updater is not None:
             self.updater.optimizer.rescale_grad, self.updater.optimizer.lr = hyper
 
-    async def push(self, key, rank, round_no, packed, hyper):
-        """Worker ``rank``'s ``round_no``-th push of ``key`` (see the module's docstring);
-        ``hyper`` = the worker optimizer's ``(rescale_grad, lr)``, applied to the server's
-        copy (Trainer sets ``rescale_grad`` per batch size)."""
+    async def push(self, rank, items, hyper, changed=False):
+        """Worker ``rank``'s pushes ``items``: ``[(key, round_no, packed shard)]``, the
+        ``round_no``-th push of each key by that worker (see the module's docstring),
+        served concurrently (so that workers listing keys in different orders do not wait
+        on each other). ``hyper`` = the worker optimizer's ``(rescale_grad, lr)``, applied
+        to the server's copy (Trainer sets ``rescale_grad`` per batch size). With
+        ``changed``, returns for each item what its update changed in the shard, packed
+        (``LocalKVStore._push_changed``: ``(rows, array)``; under ``dist_sync`` the
+        round's, the same for every worker of the round)."""
+        self._set_hyper(hyper)  # (dist_sync sets it again when it applies a round)
+        results = await asyncio.gather(*[self._push_one(key, rank, round_no, packed, hyper,
+                                                        changed)
+                                         for key, round_no, packed in items])
+        return results if changed else None
+
+    async def _push_one(self, key, rank, round_no, packed, hyper, changed):
         array = unpack(packed)
         if not self.sync:
             if not self.updating:
                 raise NetsError("dist_async: a push is applied on arrival and needs an "
                                 "optimizer; call set_optimizer before pushing")
-            self._set_hyper(hyper)
-            self.store.push(key, array)
-            return
+            return _pack_changed(self._apply(key, [array], changed))
         state = self.rounds.setdefault(key, _Round())
 
         def late():
@@ -137,12 +163,16 @@ class Server:
             raise NetsError(f"dist_sync: worker {rank} pushed key {key!r} twice in round "
                             f"{round_no}")
         state.arrived[rank] = array
+        if changed:
+            state.wanted += 1
         if len(state.arrived) == self.num_workers:
             arrays = [state.arrived[r] for r in sorted(state.arrived)]
-            state.arrived = {}
+            wanted, state.arrived, state.wanted = state.wanted, {}, 0
             try:
                 self._set_hyper(hyper)
-                self.store.push(key, arrays)
+                result = self._apply(key, arrays, wanted > 0)
+                if wanted:
+                    state.results[round_no] = [_pack_changed(result), wanted]
             except Exception as e:  # every worker of the round hears of it
                 state.errors[round_no] = e
             async with self.changed:
@@ -153,23 +183,43 @@ class Server:
         error = state.errors.get(round_no)
         if error is not None:
             raise error
+        if not changed:
+            return None
+        entry = state.results[round_no]
+        entry[1] -= 1
+        if not entry[1]:
+            del state.results[round_no]
+        return entry[0]
 
-    def pull(self, key):
-        """The dense value of ``key``'s shard (a numpy array)."""
-        value = self.store._known(key, "pull")
-        out = NDArray(aligned.empty(value.shape, value.dtype))
-        self.store.pull(key, out=out, ignore_sparse=False)
-        return out.asnumpy()
+    def _apply(self, key, arrays, changed):
+        """Apply the sum of ``arrays`` to ``key``; with ``changed``, return what changed."""
+        if changed:
+            return self.store._push_changed([(key, arrays)])[0]
+        self.store.push(key, arrays)
+        return None
 
-    def pull_rows(self, key, local_ids):
-        """Rows ``local_ids`` (sorted unique shard-local ids) of ``key``'s shard, packed
-        row_sparse."""
-        value = self.store._known(key, "row_sparse_pull")
-        shape = tuple(value.shape)
-        out = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype), np.zeros(0, np.int64),
-                               shape)
-        self.store.row_sparse_pull(key, out=out, row_ids=NDArray(np.asarray(local_ids)))
-        return pack(out)
+    def pull(self, keys):
+        """The dense value of each of ``keys``' shards (numpy arrays)."""
+        out = []
+        for key in keys:
+            value = self.store._known(key, "pull")
+            o = NDArray(aligned.empty(value.shape, value.dtype))
+            self.store.pull(key, out=o, ignore_sparse=False)
+            out.append(o.asnumpy())
+        return out
+
+    def pull_rows(self, items):
+        """For each ``(key, local_ids)`` (sorted unique shard-local ids) of ``items``, those
+        rows of ``key``'s shard, packed row_sparse."""
+        out = []
+        for key, local_ids in items:
+            value = self.store._known(key, "row_sparse_pull")
+            shape = tuple(value.shape)
+            o = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype),
+                                 np.zeros(0, np.int64), shape)
+            self.store.row_sparse_pull(key, out=o, row_ids=NDArray(np.asarray(local_ids)))
+            out.append(pack(o))
+        return out
 
     def get_states(self, keys):
         """``{key: (packed state, (step, log_decay, stamps) or None)}`` of the optimizer

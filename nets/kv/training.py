@@ -4,14 +4,30 @@
 Keys are the parameters' positions (0 .. n-1), which are also the optimizer's indices, so
 an optimizer set on the store finds each parameter's ``lr_mult``/``wd_mult`` and the
 store's states file is the one ``Trainer.save_states`` writes.
+
+What a worker's copy of a weight the store updates holds (``update_on_kvstore``):
+
+- ``init_values`` makes every worker's copy the store's value (rank 0's: MXNet's
+  broadcast); a row_sparse weight gets the store's values of the rows it holds.
+- ``step`` pushes a step's gradients in one call (one per server) that returns what the
+  update changed: with an optimizer's lazy update of a row_sparse gradient, only the
+  updated rows (under ``dist_sync`` the union of every worker's rows of the round), else
+  the whole value. Each copy applies them. A dense weight therefore stays equal to the
+  store's, every row, at the cost of the rows the step changed; a row_sparse weight holds
+  the rows it held and the rows its gradient updated, equal to the store's.
+- ``dist_async`` is stale by design (MXNet's): a push is applied on arrival, and its
+  answer carries the rows this worker's update changed, as they are after it; rows that
+  only other workers' pushes changed keep the value this worker last received.
+  ``store.pull`` (or ``row_sparse_pull``) of the key refreshes every row.
 """
 import numpy as np
 
 from ..base import NetsError
-from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from .base import DIST_NAMES, KVStore, create
+from .local import rows_of
 
-__all__ = ["store_for", "push_update", "reduce_grad"]
+__all__ = ["store_for", "init_values", "step", "reduce_grads"]
 
 
 def store_for(kvstore, need_store, who):
@@ -32,25 +48,66 @@ def store_for(kvstore, need_store, who):
     return create(kvstore)
 
 
-def push_update(store, key, grad, weight):
-    """Push ``grad`` to a store that updates the weight, and bring ``weight`` up to date.
-
-    A dense weight pulls its new value. A row_sparse weight pulls the rows it holds and the
-    rows the gradient updated: it mirrors the store on those, at a cost proportional to
-    them (after ``row_sparse_pull`` of a batch's rows, the batch's rows; MXNet pulls again
-    only at the next ``prepare``/``row_sparse_data``)."""
-    if weight.stype != "row_sparse":
-        store.pushpull(key, grad, out=weight)
+def init_values(store, items, update_on_kvstore):
+    """Initialize each ``(key, weight)`` of ``items`` in the store (rank 0's value is the
+    one kept), then, when the store updates the weights, make each weight the store's
+    value: dense ones whole, row_sparse ones on the rows they hold (one pull)."""
+    if not items:
         return
-    store.push(key, grad)
+    store.init([k for k, _ in items], [w for _, w in items])
+    if not update_on_kvstore:
+        return
+    dense = [(k, w) for k, w in items if w.stype != "row_sparse"]
+    sparse = [(k, w) for k, w in items if w.stype == "row_sparse"]
+    if dense:
+        store.pull([k for k, _ in dense], out=[w for _, w in dense])
+    if sparse:
+        store.row_sparse_pull([k for k, _ in sparse], out=[w for _, w in sparse],
+                              row_ids=[w.indices for _, w in sparse])
+
+
+def step(store, items):
+    """Push each ``(key, gradient, weight)`` of ``items`` to a store that updates the
+    weights, in one call, and apply to each weight what the update changed (see the
+    module's docstring)."""
+    if not items:
+        return
+    changed = store._push_changed([(k, [g]) for k, g, _ in items])
+    for (_, grad, weight), (rows, value) in zip(items, changed):
+        if weight.stype != "row_sparse":
+            if rows is None:
+                weight[:] = value
+            else:
+                weight[rows] = value.data
+        else:
+            _merge_rows(weight, grad, rows, value)
+
+
+def _merge_rows(weight, grad, rows, value):
+    """Make row_sparse ``weight`` hold the rows it held and those ``grad`` updated, with
+    the values ``value`` carries for the changed ``rows`` (every row when ``rows`` is None)
+    and its own for the others (which the update did not change)."""
     held = weight.indices.asnumpy()
     touched = grad.indices.asnumpy() if grad.stype == "row_sparse" \
         else np.arange(weight.shape[0])
-    store.row_sparse_pull(key, out=weight, row_ids=NDArray(np.union1d(held, touched)))
+    keep = np.union1d(held, touched)
+    if rows is None:
+        weight._assign(rows_of(value, keep))
+        return
+    data = np.zeros((len(keep),) + tuple(weight.shape[1:]), weight.dtype)
+    data[np.searchsorted(keep, held)] = weight.data.asnumpy()
+    at = np.minimum(np.searchsorted(keep, rows), len(keep) - 1) if len(keep) else rows
+    hit = keep[at] == rows if len(keep) else np.zeros(len(rows), bool)
+    data[at[hit]] = value.data.asnumpy()[hit]
+    weight._assign(RowSparseNDArray(data, keep, weight.shape, weight.context))
 
 
-def reduce_grad(store, key, grad):
-    """Sum ``grad`` through the store (pushed, then pulled back into ``grad``) for an update
-    made outside the store."""
-    store.push(key, grad)
-    store.pull(key, out=grad, ignore_sparse=False)
+def reduce_grads(store, items):
+    """Sum each ``(key, gradient)`` of ``items`` through the store (pushed, then pulled
+    back into the gradient, one call per server each) for an update made outside the
+    store."""
+    if not items:
+        return
+    keys, grads = [k for k, _ in items], [g for _, g in items]
+    store.push(keys, grads)
+    store.pull(keys, out=grads, ignore_sparse=False)

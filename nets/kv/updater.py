@@ -25,6 +25,16 @@ class Updater:
             self.states[key] = opt.create_state_multi_precision(key, weight)
         opt.update_multi_precision(key, weight, grad, self.states[key])
 
+    def changed_rows(self, grad):
+        """The sorted row ids an update with ``grad`` writes (the optimizer's lazy update
+        of a row_sparse gradient writes exactly its rows), or None when it may write
+        every row (a dense gradient, ``lazy_update=False``, or ``wd_mode='dense'``, which
+        decays the rows the gradient lacks)."""
+        opt = self.optimizer
+        if grad.stype != "row_sparse" or not opt.lazy_update or opt.wd_mode == "dense":
+            return None
+        return grad.indices.asnumpy()
+
     def _names(self, keys, what):
         """The parameter names of ``keys`` (0 .. n-1: the optimizer's indices) for a states
         file: each key's ``param_dict`` entry's name, else the key itself."""

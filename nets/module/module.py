@@ -23,7 +23,7 @@ from ..base import NetsError, current_context
 from ..batch import DataDesc
 from ..kv import DIST_NAMES
 from ..kv.compression import from_params
-from ..kv.training import push_update, store_for
+from ..kv import training as kv_training
 from ..arrays.creation import arange
 from ..optim.states import load_states, save_states
 from ..serialization import check_stored
@@ -236,15 +236,17 @@ class Module(BaseModule):
 
         ``kvstore``: None or a local type name (``'local'``, ``'device'``) update the
         parameters here (one device: nothing to reduce); a ``nets.kv.KVStore`` holds them
-        and runs the optimizer (MXNet's ``update_on_kvstore``): dense weights are pulled
-        after each ``update``, the rows of row_sparse ones by ``prepare``."""
+        and runs the optimizer (MXNet's ``update_on_kvstore``): each ``update`` is one push
+        whose answer brings back what the update changed (``nets.kv.training``), and
+        ``prepare`` pulls the rows of row_sparse weights a batch needs."""
         self._need("binded", "init_optimizer()")
         self._need("params_initialized", "init_optimizer()")
         if self.optimizer_initialized and not force_init:
             warnings.warn("the optimizer is already initialized; pass force_init=True to "
                           "replace it", stacklevel=2)
             return
-        store = store_for(kvstore, self._compression_params is not None, "init_optimizer")
+        store = kv_training.store_for(kvstore, self._compression_params is not None,
+                                      "init_optimizer")
         batch_size = self._data_shapes[0].shape[0]
         if store is not None and store.type in DIST_NAMES and "_sync" in store.type:
             batch_size *= store.num_workers
@@ -268,8 +270,8 @@ class Module(BaseModule):
             store.set_optimizer(optimizer)
             if self._compression_params is not None:
                 store.set_gradient_compression(self._compression_params)
-            for i, n in enumerate(self._param_names):
-                store.init(i, self._exec.arg_dict[n])
+            kv_training.init_values(store, [(i, self._exec.arg_dict[n]) for i, n in
+                                            enumerate(self._param_names)], True)
         self.optimizer_initialized = True
         if self._preload_states is not None:
             self.load_optimizer_states(self._preload_states)
@@ -351,14 +353,12 @@ class Module(BaseModule):
         for row_sparse gradients)."""
         self._need("optimizer_initialized", "update()")
         exe, opt = self._exec, self._optimizer
-        for i, n in enumerate(self._param_names):
-            grad = exe.grad_dict.get(n)
-            if grad is None:
-                continue
-            weight = exe.arg_dict[n]
-            if self._update_on_kvstore:  # the store runs the optimizer
-                push_update(self._kvstore, i, grad, weight)
-                continue
+        items = [(i, exe.grad_dict[n], exe.arg_dict[n]) for i, n in enumerate(self._param_names)
+                 if exe.grad_dict.get(n) is not None]
+        if self._update_on_kvstore:  # the store runs the optimizer: one push for them all
+            kv_training.step(self._kvstore, items)
+            return
+        for i, grad, weight in items:
             if i not in self._states:
                 self._states[i] = opt.create_state_multi_precision(i, weight)
             opt.update_multi_precision(i, weight, grad, self._states[i])

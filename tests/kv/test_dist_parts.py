@@ -84,6 +84,18 @@ def _loop():
     LOOP.close()
 
 
+def _push(server, key, rank, round_no, packed, hyper, changed=False):
+    """One push of one key (``Server.push`` takes a worker's list of them); its answer."""
+    async def one():
+        answer = await server.push(rank, [(key, round_no, packed)], hyper, changed)
+        return None if answer is None else answer[0]
+    return one()
+
+
+def _pull(server, key):
+    return server.pull([key])[0]
+
+
 def _run(*coroutines):
     """Run ``coroutines`` concurrently; their results or exceptions."""
     async def main():
@@ -96,14 +108,56 @@ def test_a_sync_round_applies_the_optimizer_once_to_the_sum():
     server.init([(3, pack(nets.nd.ones((3, 2))))])
     server.set_optimizer(nets.optim.SGD(learning_rate=0.5))
     g0, g1 = np.full((3, 2), 1, np.float32), np.full((3, 2), 3, np.float32)
-    results = _run(server.push(3, 1, 0, pack(nets.nd.array(g1)), (1.0, 0.5)),
-                   server.push(3, 0, 0, pack(nets.nd.array(g0)), (1.0, 0.5)))
+    results = _run(_push(server, 3, 1, 0, pack(nets.nd.array(g1)), (1.0, 0.5)),
+                   _push(server, 3, 0, 0, pack(nets.nd.array(g0)), (1.0, 0.5)))
     assert results == [None, None]
-    np.testing.assert_array_equal(server.pull(3), 1 - 0.5 * (g0 + g1))
+    np.testing.assert_array_equal(_pull(server, 3), 1 - 0.5 * (g0 + g1))
     # the workers' rescale_grad travels with the push
-    _run(server.push(3, 0, 1, pack(nets.nd.array(g0)), (0.25, 0.5)),
-         server.push(3, 1, 1, pack(nets.nd.array(g1)), (0.25, 0.5)))
-    np.testing.assert_array_equal(server.pull(3), 1 - 0.5 * (g0 + g1) * 1.25)  # 0.5 + 0.25
+    _run(_push(server, 3, 0, 1, pack(nets.nd.array(g0)), (0.25, 0.5)),
+         _push(server, 3, 1, 1, pack(nets.nd.array(g1)), (0.25, 0.5)))
+    np.testing.assert_array_equal(_pull(server, 3), 1 - 0.5 * (g0 + g1) * 1.25)  # 0.5 + 0.25
+
+
+def test_a_round_answers_every_worker_with_the_rows_it_changed():
+    """Lazy SGD on a dense shard: the round's sum touches the union of the workers' rows,
+    and both workers get those rows as they are after the update (the other rows did not
+    change); a dense gradient's answer is the whole shard."""
+    server = Server(0, num_workers=2, timeout=5)
+    start = np.arange(12, dtype=np.float32).reshape(6, 2)
+    server.init([(0, pack(nets.nd.array(start))), (1, pack(nets.nd.ones((2,))))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5))
+    g0 = np.zeros((6, 2), np.float32)
+    g0[[1, 4]] = [[1, 2], [3, 4]]
+    g1 = np.zeros((6, 2), np.float32)
+    g1[[4, 5]] = [[5, 6], [7, 8]]
+    answers = _run(_push(server, 0, 1, 0, pack(_rsp(g1)), (1.0, 0.5), changed=True),
+                   _push(server, 0, 0, 0, pack(_rsp(g0)), (1.0, 0.5), changed=True))
+    expected = start - 0.5 * (g0 + g1)
+    for rows, packed in answers:
+        np.testing.assert_array_equal(rows, [1, 4, 5])
+        got = unpack(packed)
+        np.testing.assert_array_equal(got.indices.asnumpy(), [1, 4, 5])
+        np.testing.assert_array_equal(got.data.asnumpy(), expected[[1, 4, 5]])
+    np.testing.assert_array_equal(_pull(server, 0), expected)
+    answers = _run(_push(server, 1, 0, 0, pack(nets.nd.ones((2,))), (1.0, 0.5), changed=True),
+                   _push(server, 1, 1, 0, pack(nets.nd.ones((2,))), (1.0, 0.5), changed=True))
+    for rows, packed in answers:
+        assert rows is None
+        np.testing.assert_array_equal(unpack(packed).asnumpy(), [0, 0])  # 1 - 0.5 * 2
+    assert server.rounds[0].results == {} and server.rounds[1].results == {}  # all taken
+
+
+def test_one_call_serves_keys_in_any_order():
+    """Workers list the keys of one call in different orders: the pushes are served
+    concurrently, so neither waits for the other's next key."""
+    server = Server(0, num_workers=2, timeout=2)
+    server.init([(k, pack(nets.nd.zeros((2,)))) for k in (0, 1)])
+    one = pack(nets.nd.ones((2,)))
+    results = _run(server.push(0, [(0, 0, one), (1, 0, one)], None),
+                   server.push(1, [(1, 0, one), (0, 0, one)], None))
+    assert results == [None, None]
+    for k in (0, 1):
+        np.testing.assert_array_equal(_pull(server, k), [2, 2])
 
 
 def test_a_second_push_of_a_worker_joins_the_next_round():
@@ -112,17 +166,17 @@ def test_a_second_push_of_a_worker_joins_the_next_round():
     seen = []
     server.set_updater(lambda key, grad, stored: seen.append(grad.asnumpy().tolist()))
     one = pack(nets.nd.ones((2,)))
-    _run(server.push(0, 0, 0, one, None), server.push(0, 0, 1, pack(nets.nd.ones((2,)) * 2),
+    _run(_push(server, 0, 0, 0, one, None), _push(server, 0, 0, 1, pack(nets.nd.ones((2,)) * 2),
                                                       None),
-         server.push(0, 1, 0, one, None), server.push(0, 1, 1, one, None))
+         _push(server, 0, 1, 0, one, None), _push(server, 0, 1, 1, one, None))
     assert seen == [[2.0, 2.0], [3.0, 3.0]]  # round 0: 1 + 1, round 1: 2 + 1
 
 
 def test_a_missing_worker_times_out_naming_its_rank():
     server = Server(1, num_workers=3, timeout=0.2)
     server.init([("w", pack(nets.nd.zeros((2,))))])
-    results = _run(server.push("w", 0, 0, pack(nets.nd.ones((2,))), None),
-                   server.push("w", 2, 0, pack(nets.nd.ones((2,))), None))
+    results = _run(_push(server, "w", 0, 0, pack(nets.nd.ones((2,))), None),
+                   _push(server, "w", 2, 0, pack(nets.nd.ones((2,))), None))
     for r in results:
         assert isinstance(r, NetsError)
         assert "workers [1] did not push" in str(r) and "key 'w'" in str(r)
@@ -140,10 +194,10 @@ def test_async_pushes_apply_on_arrival_and_need_an_optimizer():
     server.set_sync(False)
     server.init([(0, pack(nets.nd.ones((2,))))])
     with pytest.raises(NetsError, match="dist_async.*set_optimizer"):
-        _run_one(server.push(0, 0, 0, pack(nets.nd.ones((2,))), None))
+        _run_one(_push(server, 0, 0, 0, pack(nets.nd.ones((2,))), None))
     server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
-    _run_one(server.push(0, 1, 0, pack(nets.nd.ones((2,))), (1.0, 1.0)))
-    np.testing.assert_array_equal(server.pull(0), [0, 0])  # applied without worker 0
+    _run_one(_push(server, 0, 1, 0, pack(nets.nd.ones((2,))), (1.0, 1.0)))
+    np.testing.assert_array_equal(_pull(server, 0), [0, 0])  # applied without worker 0
 
 
 def _run_one(coroutine):
@@ -158,21 +212,21 @@ def test_server_states_round_trip_and_rows():
     server.init([(0, pack(nets.nd.ones((4, 2))))])
     server.set_optimizer(nets.optim.Adam(learning_rate=0.1))
     grad = _rsp(np.array([[0, 0], [1, 2], [0, 0], [3, 4]], np.float32))
-    _run_one(server.push(0, 0, 0, pack(grad), (1.0, 0.1)))
+    _run_one(_push(server, 0, 0, 0, pack(grad), (1.0, 0.1)))
     states = server.get_states([0, 1])
     assert list(states) == [0] and states[0][1][0] == 1  # one update of key 0
     other = Server(1, num_workers=1, timeout=5)  # the weight and states of the first
-    other.init([(0, pack(nets.nd.array(server.pull(0))))])
+    other.init([(0, pack(nets.nd.array(_pull(server, 0))))])
     other.set_optimizer(nets.optim.Adam(learning_rate=0.1))
     other.set_states(states)
     for s in (server, other):  # the same second update from the same states
-        _run_one(s.push(0, 0, 1 if s is server else 0, pack(grad), (1.0, 0.1)))
-    np.testing.assert_array_equal(server.pull(0), other.pull(0))
-    rows = unpack(server.pull_rows(0, np.array([1, 3])))
+        _run_one(_push(s, 0, 0, 1 if s is server else 0, pack(grad), (1.0, 0.1)))
+    np.testing.assert_array_equal(_pull(server, 0), _pull(other, 0))
+    rows = unpack(server.pull_rows([(0, np.array([1, 3]))])[0])
     np.testing.assert_array_equal(rows.indices.asnumpy(), [1, 3])
-    np.testing.assert_array_equal(rows.data.asnumpy(), server.pull(0)[[1, 3]])
+    np.testing.assert_array_equal(rows.data.asnumpy(), _pull(server, 0)[[1, 3]])
     with pytest.raises(NetsError, match="key 5 has not been initialized"):
-        server.pull(5)
+        _pull(server, 5)
 
 
 def test_import_nets_does_not_import_ray():

@@ -302,3 +302,115 @@ def test_errors_name_the_key_and_the_problem():
         kv.save_optimizer_states("unused.npz")
     with pytest.raises(NetsError, match="keys are ints or strs"):
         kv.init(1.5, nd.zeros(SHAPE))
+
+
+def _blocks(seed, shape, block, scale):
+    """The table ``init(shape=..., init=Uniform(scale), seed=seed)`` makes, from numpy:
+    row block ``b`` drawn from ``default_rng([seed, b])``, U(-scale, scale) in float32."""
+    parts = []
+    for b in range(-(-shape[0] // block)):
+        rows = min(block, shape[0] - b * block)
+        draw = np.random.default_rng([seed, b]).random((rows,) + shape[1:], dtype=np.float32)
+        parts.append(draw * np.float32(2 * scale) - np.float32(scale))
+    return np.concatenate(parts)
+
+
+def test_init_makes_a_table_from_an_initializer_and_a_seed_by_row_blocks(monkeypatch):
+    from nets.kv import shard
+    monkeypatch.setattr(shard, "INIT_BLOCK_ROWS", 4)  # 11 rows: blocks of 4, 4 and 3
+    kv = nets.kv.create()
+    kv.init([0, 1], shape=[(11, 3), (2,)], init=nets.init.Uniform(0.5), seed=9)
+    out = nd.zeros((11, 3))
+    kv.pull(0, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), _blocks(9, (11, 3), 4, 0.5))
+    small = nd.zeros((2,))
+    kv.pull(1, out=small)
+    np.testing.assert_array_equal(small.asnumpy(), _blocks(9, (2,), 4, 0.5))
+    # any split into row ranges (a distributed store's shards) glues to the same table
+    whole = shard.generate(nets.init.Uniform(0.5), "0", (11, 3), np.float32, 9, 0, 11)
+    for cuts in ([0, 5, 11], [0, 1, 2, 8, 11], [0, 4, 8, 11]):
+        parts = [shard.generate(nets.init.Uniform(0.5), "0", (11, 3), np.float32, 9, lo, hi)
+                 .asnumpy() for lo, hi in zip(cuts, cuts[1:])]
+        np.testing.assert_array_equal(np.concatenate(parts), whole.asnumpy())
+    # the initializer routes by the key as a parameter name; the global seed is untouched
+    nets.random.seed(3)
+    before = nets.random.generator().random()
+    nets.random.seed(3)
+    kv2 = nets.kv.create()
+    kv2.init("fc_bias", shape=(3, 2), init=nets.init.Normal(), seed=1)
+    bias = nd.zeros((3, 2))
+    kv2.pull("fc_bias", out=bias)
+    assert not bias.asnumpy().any()
+    assert nets.random.generator().random() == before
+
+
+def test_init_from_an_initializer_refuses_bad_arguments():
+    kv = nets.kv.create()
+    kv.init(0, nd.zeros(SHAPE))
+    with pytest.raises(NetsError, match="already initialized"):
+        kv.init(0, shape=SHAPE, init=nets.init.Uniform())
+    with pytest.raises(NetsError, match="either value, or shape and init"):
+        kv.init(1, nd.zeros(SHAPE), shape=SHAPE)
+    with pytest.raises(NetsError, match="give value, or shape and init"):
+        kv.init(1, shape=SHAPE)
+    with pytest.raises(NetsError, match=r"shape=\(0, 2\); expected a tuple of positive ints"):
+        kv.init(1, shape=(0, 2), init=nets.init.Uniform())
+    with pytest.raises(NetsError, match="seed=-1; expected an int >= 0"):
+        kv.init(1, shape=SHAPE, init=nets.init.Uniform(), seed=-1)
+    with pytest.raises(NetsError, match="Xavier.*scales by the array's shape"):
+        kv.init(1, shape=SHAPE, init=nets.init.Xavier())
+    with pytest.raises(NetsError, match="init='uniform'; expected an initializer instance"):
+        kv.init(1, shape=SHAPE, init="uniform")
+    with pytest.raises(NetsError, match="dtype=int32"):
+        kv.init(1, shape=SHAPE, init=nets.init.Uniform(), dtype="int32")
+    with pytest.raises(NetsError, match="2 keys need a list of 2 shapes"):
+        kv.init([1, 2], shape=SHAPE, init=nets.init.Uniform())
+    with pytest.raises(NetsError, match="key 'x' is a str.*never mixed"):
+        kv.init("x", shape=SHAPE, init=nets.init.Uniform())
+
+
+def test_factorization_machine_program_pulls_only_each_batchs_rows(tmp_path):
+    """tests/compat's factorization-machine program (MXNet's example, renamed to nets) with
+    its default ``local`` store: each ``Module.prepare(batch, sparse_row_id_fn)`` pulls
+    exactly the batch's rows of ``w`` and ``v``, each update answers only rows of the
+    batch (lazy Adam) besides the dense bias, and the program reaches the compat band
+    around MXNet 1.9.1's metric (the single-process number)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    compat = os.path.join(os.path.dirname(here), "compat")
+    sys.path.insert(0, compat)
+    try:
+        from compat_runner import NETS_ROOT, PROGRAMS, prepare
+        from make_data import make_all
+        from test_compat_programs import REFERENCE, tolerance
+    finally:
+        sys.path.remove(compat)
+    data = tmp_path / "data"
+    make_all(str(data), REFERENCE["data_seed"])
+    prepare(str(tmp_path), True)
+    argv = [a.format(d=data, w=tmp_path) for a in PROGRAMS["factorization_machine"]["args"]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [NETS_ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    result = subprocess.run(
+        [sys.executable, os.path.join(here, "fm_rows_driver.py"),
+         str(tmp_path / "factorization_machine.py"), *argv,
+         "--seed", str(REFERENCE["init_seeds"][0])],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    lines = {x.split(" ", 1)[0]: json.loads(x.split(" ", 1)[1]) for x in out.splitlines()
+             if x.startswith(("RESULT ", "ROWS "))}
+    rows = lines["ROWS"]
+    batches = -(-REFERENCE["sizes"]["fm"]["train"] // 256) * 3  # 3 epochs of batch 256
+    assert len(rows["prepare"]) == batches and len(rows["changed"]) == batches
+    assert all(exact for exact, _ in rows["prepare"])
+    features = REFERENCE["sizes"]["fm"]["num_features"]
+    assert max(n for _, n in rows["prepare"]) < features  # a batch's rows, never the table
+    assert all(inside and whole == 1 for inside, _, whole in rows["changed"])
+    assert rows["full_prepares"] == 3  # the program's own evaluation after each epoch
+    got, ref = lines["RESULT"], REFERENCE["programs"]["factorization_machine"]
+    assert got["metric"] == ref["metric"]
+    assert abs(got["value"] - ref["mean"]) <= tolerance(ref), (got, ref)

@@ -2,8 +2,9 @@
 exactness tests, and the module those tests import to train the same model locally.
 
 Worker use: ``python train.py STORE STEPS OUT_DIR [SAVE_STATES]`` trains for STEPS steps
-on this worker's batches and rank 0 writes the parameters to OUT_DIR/params.npz (and,
-with SAVE_STATES, the Trainer's states to OUT_DIR/states.npz)."""
+on this worker's batches and each worker writes its copy of the parameters to
+OUT_DIR/params{rank}.npz (and, with SAVE_STATES, the Trainer's states to
+OUT_DIR/states{rank}.npz)."""
 import os
 import sys
 
@@ -72,10 +73,10 @@ if __name__ == "__main__":
         trainer.step(BATCH)
     if len(sys.argv) > 4:
         trainer.save_states(os.path.join(out_dir, f"states{rank}.npz"))
-    # a row_sparse weight holds the rows last pulled: read every row from the store
+    # a row_sparse weight holds the rows last pulled: read every row from the store (a
+    # dense weight, whichever its gradient, is the worker's own copy, every row)
     for p in net.collect_params().values():
         if p.stype == "row_sparse":
             p.row_sparse_data(nets.nd.arange(ROWS, dtype="int64"))
-    if rank == 0:
-        np.savez(os.path.join(out_dir, "params.npz"), *params(net))
+    np.savez(os.path.join(out_dir, f"params{rank}.npz"), *params(net))
     print(f"worker {rank}: trained {steps} steps")
