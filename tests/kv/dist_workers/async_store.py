@@ -15,6 +15,7 @@ try:
     raise AssertionError("a dist_async push without an optimizer did not fail")
 except NetsError as e:
     assert "set_optimizer" in str(e), e
+kv.barrier()  # every worker saw its push refused before rank 0 gives the servers an optimizer
 kv.set_optimizer(nets.optim.SGD(learning_rate=1.0))
 for _ in range(3):
     kv.push([0, 1], [nets.nd.ones(SHAPE) * (rank + 1), nets.nd.ones(BIG) * (rank + 1)])
