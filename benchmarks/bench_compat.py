@@ -99,7 +99,7 @@ def main():
         def num(d, key, fmt):
             return fmt % d[key] if key in d else "-"
 
-        def median(side):
+        def median(side, times=times):
             return "%.3f" % statistics.median(times[side]) if times[side] else "-"
         print("%-22s %-14s %12s %12s %12s %12s %7s %11s" % (
             name, metric[:14], num(m, "value", "%.5f"), num(n, "value", "%.5f"),

@@ -249,8 +249,9 @@ def test_libsvm_width_scans_in_bounded_blocks(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("block", [1, 5, 16, 1 << 20])
 def test_a_file_in_blocks_of_any_size_reads_as_a_stream_does(tmp_path, monkeypatch, block):
-    """A regular file is parsed in blocks of whole lines of any size; the arrays equal those of the same text read from a gzip stream (the
-    copying path), and a bad token in a later block names its line."""
+    """A regular file is parsed in blocks of whole lines of any size; the arrays equal those
+    of the same text read from a gzip stream, and a bad token in a later block names its
+    line."""
     path, packed = tmp_path / "m.libsvm", tmp_path / "m.libsvm.gz"
     path.write_bytes(TEXT + b"1 3:0.25")  # (a last line without '\n')
     packed.write_bytes(gzip.compress(path.read_bytes()))
