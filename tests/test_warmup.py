@@ -131,3 +131,20 @@ dense.outer(a.astype(np.float32), a.astype(np.float32))
     first = _python(code, cache)
     assert first.stderr.count(NOTICE) == 1, first.stderr
     assert _python(code, cache).stderr == ""
+
+
+def test_every_kernel_runs_in_a_process_that_only_loads_them():
+    """A process whose kernels are all cached loads them without numba's compiler registries
+    (``kernels._jit._KernelCache``). Run the whole warmup once against this run's cache (it
+    compiles only what is missing), then again in a new process: there every warmup step
+    calls its kernels loaded from the cache, never compiling (no notice) — a kernel that
+    needed a symbol only those registries install would fail here."""
+    env = {k: v for k, v in os.environ.items()}
+    env["TQDM_DISABLE"] = "1"
+    code = "import sys; from nets import cli; sys.exit(cli.main(['warmup']))"
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=900, env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert NOTICE not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("warm: "), proc.stdout

@@ -45,3 +45,42 @@ def dist_cluster():
         yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
     finally:
         ray.shutdown()
+
+
+class CompatPrograms:
+    """tests/compat's programs copied (renamed to nets) into ``folder``, with their data:
+    ``argv(name)`` gives a program's arguments, ``check(name, result)`` asserts that its
+    ``RESULT`` lies in the compat band around MXNet 1.9.1's metric."""
+
+    def __init__(self, folder):
+        compat = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "compat")
+        sys.path.insert(0, compat)
+        try:
+            from compat_runner import NETS_ROOT, PROGRAMS, prepare
+            from make_data import make_all
+            from test_compat_programs import REFERENCE, tolerance
+        finally:
+            sys.path.remove(compat)
+        self.folder, self.nets_root, self.reference = folder, NETS_ROOT, REFERENCE
+        self._programs, self._tolerance = PROGRAMS, tolerance
+        self.data = folder / "data"
+        self.data.mkdir()
+        make_all(str(self.data), REFERENCE["data_seed"])
+        prepare(str(folder), True)
+
+    def path(self, name):
+        return str(self.folder / f"{name}.py")
+
+    def argv(self, name):
+        return [a.format(d=self.data, w=self.folder) for a in self._programs[name]["args"]]
+
+    def check(self, name, got):
+        ref = self.reference["programs"][name]
+        assert got["metric"] == ref["metric"]
+        assert abs(got["value"] - ref["mean"]) <= self._tolerance(ref), (got, ref)
+
+
+@pytest.fixture
+def compat_programs(tmp_path):
+    return CompatPrograms(tmp_path)

@@ -180,36 +180,21 @@ def test_launcher_cleans_up_and_a_dead_server_is_a_clear_error(dist_cluster, tmp
         assert not psutil.pid_exists(int(f.read_text())), f.name
 
 
-def test_launcher_runs_the_linear_classification_compat_program(dist_cluster, tmp_path):
+def test_launcher_runs_the_linear_classification_compat_program(dist_cluster, compat_programs):
     """tests/compat's linear-classification program (MXNet's sparse example, renamed) with
     ``--kvstore dist_sync`` on 2 workers and 2 servers reaches the single-process metric
     within the compat tests' band around MXNet 1.9.1's. Each dist_sync step averages two
     workers' batches, so twice the epochs make the single process's number of updates."""
     import json
-    compat = os.path.join(os.path.dirname(HERE), "compat")
-    sys.path.insert(0, compat)
-    try:
-        from compat_runner import PROGRAMS, prepare
-        from make_data import make_all
-        from test_compat_programs import REFERENCE, tolerance
-    finally:
-        sys.path.remove(compat)
-    data = tmp_path / "data"
-    data.mkdir()
-    make_all(str(data), REFERENCE["data_seed"])
-    prepare(str(tmp_path), True)
-    argv = [a.format(d=data, w=tmp_path) for a in PROGRAMS["linear_classification"]["args"]]
+    name, seed = "linear_classification", compat_programs.reference["init_seeds"][0]
     result = subprocess.run(
         [sys.executable, "-m", "nets.kv.launch", "-n", "2", "-s", "2", "--address",
-         dist_cluster.address, "--", sys.executable,
-         str(tmp_path / "linear_classification.py"), *argv, "--kvstore", "dist_sync",
-         "--num-epoch", "10", "--seed", str(REFERENCE["init_seeds"][0])],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+         dist_cluster.address, "--", sys.executable, compat_programs.path(name),
+         *compat_programs.argv(name), "--kvstore", "dist_sync", "--num-epoch", "10",
+         "--seed", str(seed)],
+        capture_output=True, text=True, timeout=600, cwd=compat_programs.folder)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     line = [x for x in out.splitlines() if x.startswith("[0] RESULT ")]
     assert line, out[-3000:]
-    got = json.loads(line[0][len("[0] RESULT "):])
-    ref = REFERENCE["programs"]["linear_classification"]
-    assert got["metric"] == ref["metric"]
-    assert abs(got["value"] - ref["mean"]) <= tolerance(ref), (got, ref)
+    compat_programs.check(name, json.loads(line[0][len("[0] RESULT "):]))

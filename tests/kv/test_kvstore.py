@@ -369,7 +369,7 @@ def test_init_from_an_initializer_refuses_bad_arguments():
         kv.init("x", shape=SHAPE, init=nets.init.Uniform())
 
 
-def test_factorization_machine_program_pulls_only_each_batchs_rows(tmp_path):
+def test_factorization_machine_program_pulls_only_each_batchs_rows(compat_programs):
     """tests/compat's factorization-machine program (MXNet's example, renamed to nets) with
     its default ``local`` store: each ``Module.prepare(batch, sparse_row_id_fn)`` pulls
     exactly the batch's rows of ``w`` and ``v``, each update answers only rows of the
@@ -380,25 +380,13 @@ def test_factorization_machine_program_pulls_only_each_batchs_rows(tmp_path):
     import subprocess
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    compat = os.path.join(os.path.dirname(here), "compat")
-    sys.path.insert(0, compat)
-    try:
-        from compat_runner import NETS_ROOT, PROGRAMS, prepare
-        from make_data import make_all
-        from test_compat_programs import REFERENCE, tolerance
-    finally:
-        sys.path.remove(compat)
-    data = tmp_path / "data"
-    make_all(str(data), REFERENCE["data_seed"])
-    prepare(str(tmp_path), True)
-    argv = [a.format(d=data, w=tmp_path) for a in PROGRAMS["factorization_machine"]["args"]]
+    name, REFERENCE = "factorization_machine", compat_programs.reference
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [NETS_ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        [compat_programs.nets_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     result = subprocess.run(
-        [sys.executable, os.path.join(here, "fm_rows_driver.py"),
-         str(tmp_path / "factorization_machine.py"), *argv,
-         "--seed", str(REFERENCE["init_seeds"][0])],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+        [sys.executable, os.path.join(here, "fm_rows_driver.py"), compat_programs.path(name),
+         *compat_programs.argv(name), "--seed", str(REFERENCE["init_seeds"][0])],
+        capture_output=True, text=True, timeout=600, cwd=compat_programs.folder, env=env)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     lines = {x.split(" ", 1)[0]: json.loads(x.split(" ", 1)[1]) for x in out.splitlines()
@@ -411,6 +399,4 @@ def test_factorization_machine_program_pulls_only_each_batchs_rows(tmp_path):
     assert max(n for _, n in rows["prepare"]) < features  # a batch's rows, never the table
     assert all(inside and whole == 1 for inside, _, whole in rows["changed"])
     assert rows["full_prepares"] == 3  # the program's own evaluation after each epoch
-    got, ref = lines["RESULT"], REFERENCE["programs"]["factorization_machine"]
-    assert got["metric"] == ref["metric"]
-    assert abs(got["value"] - ref["mean"]) <= tolerance(ref), (got, ref)
+    compat_programs.check(name, lines["RESULT"])
