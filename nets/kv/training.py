@@ -24,6 +24,7 @@ import numpy as np
 
 from ..base import NetsError
 from ..arrays.row_sparse import RowSparseNDArray
+from ..ops.sparse_ops import unique_rows
 from .base import DIST_NAMES, KVStore, create
 from .local import rows_of
 
@@ -90,7 +91,7 @@ def _merge_rows(weight, grad, rows, value):
     held = weight.indices.asnumpy()
     touched = grad.indices.asnumpy() if grad.stype == "row_sparse" \
         else np.arange(weight.shape[0])
-    keep = np.union1d(held, touched)
+    keep = unique_rows(np.concatenate((held, touched)), weight.shape[0], "step", "rows")
     if rows is None:
         weight._assign(rows_of(value, keep))
         return
