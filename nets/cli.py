@@ -120,8 +120,11 @@ def _warm_ops(dtype):
     out.backward()
     rsp = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(6, 3))
     nd.add_n(rsp, rsp * 2).asnumpy()
-    for ids in (nd.array([[1, 3], [3, 0]], dtype=dtype), nd.array([1, 3], dtype="int64")):
-        emb = layers.Embedding(10, 4, sparse_grad=True, dtype=dtype)
+    # gradient rows numbered in a bitmap (a small table) and by a radix sort (a table far
+    # larger than its ids)
+    for ids, rows in ((nd.array([[1, 3], [3, 0]], dtype=dtype), 10),
+                      (nd.array([1, 3], dtype="int64"), 10 ** 4)):
+        emb = layers.Embedding(rows, 4, sparse_grad=True, dtype=dtype)
         emb.initialize()
         with autograd.record():
             out = emb(ids)
