@@ -87,7 +87,7 @@ def radix_order(ids, upper):
     return keys2
 
 
-@jit
+@jit(helper=True)
 def _merge_order(ids):
     """A stable argsort of ``ids`` by bottom-up merging, O(n log n): ``radix_order``'s
     fallback for ids too wide to pack with their positions. Plain loops: numba's own
@@ -115,7 +115,7 @@ def _merge_order(ids):
     return order
 
 
-@jit
+@jit(helper=True)
 def _bit_length(x):
     """Bits needed to write ``x >= 0`` (at least 1)."""
     b = 1
@@ -170,7 +170,7 @@ def ranks_in_bitmap(n, upper):
     return -(-int(upper) // 64) <= BITMAP_WORDS_PER_ID * int(n)
 
 
-@jit
+@jit(helper=True)
 def _words(upper):
     """64-bit words of a bitmap of ``upper`` bits (not ``(upper + 63) // 64``, which
     overflows for ``upper`` near 2^63)."""

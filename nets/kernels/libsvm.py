@@ -54,18 +54,18 @@ def _dd_powers():
 P10_HI, P10_LO = _dd_powers()
 
 
-@jit
+@jit(helper=True)
 def _blank(c):
     return c == 32 or c == 9 or c == 13
 
 
-@jit
+@jit(helper=True)
 def _sep(c):
     """A byte that ends a token: a blank, '\\n' or '#'."""
     return c == 32 or c == 9 or c == 13 or c == 10 or c == 35
 
 
-@jit
+@jit(helper=True)
 def _token_end(buf, p, hi):
     """End of the token starting at ``p``: the next separator or ``hi``."""
     while p < hi and not _sep(buf[p]):
@@ -73,21 +73,21 @@ def _token_end(buf, p, hi):
     return p
 
 
-@jit
+@jit(helper=True)
 def _skip_blanks(buf, p, hi):
     while p < hi and _blank(buf[p]):
         p += 1
     return p
 
 
-@jit
+@jit(helper=True)
 def _line_end(buf, p, hi):
     while p < hi and buf[p] != 10:
         p += 1
     return p
 
 
-@jit
+@jit(helper=True)
 def _find(buf, s, e, c):
     for p in range(s, e):
         if buf[p] == c:
@@ -95,7 +95,7 @@ def _find(buf, s, e, c):
     return -1
 
 
-@jit
+@jit(helper=True)
 def _uint(buf, s, e):
     """The INT in ``buf[s:e]``, or -1 if it is not 1 to 18 digits."""
     if e <= s or e - s > 18:
@@ -109,7 +109,7 @@ def _uint(buf, s, e):
     return v
 
 
-@jit
+@jit(helper=True)
 def _is_word(buf, s, e, word):
     """``buf[s:e]`` equals the lower-case ASCII ``word`` (uint8 array), ignoring case."""
     if e - s != len(word):
@@ -125,7 +125,7 @@ _INF = np.frombuffer(b"inf", np.uint8).copy()
 _INFINITY = np.frombuffer(b"infinity", np.uint8).copy()
 
 
-@jit
+@jit(helper=True)
 def _f32_safe(a):
     """True when every float64 within a relative 2**-50 of ``a`` > 0 rounds to the same float32
     as ``a``: ``a`` is a normal float32-range value clear of the rounding midpoints."""
@@ -139,7 +139,7 @@ def _f32_safe(a):
     return a - (f - below) > tol and (f + ulp / 2) - a > tol
 
 
-@jit
+@jit(helper=True)
 def _split(a):
     """Veltkamp's split: ``a = hi + lo`` exactly, each with at most 26 significant bits."""
     c = 134217729.0 * a  # 2**27 + 1
@@ -147,7 +147,7 @@ def _split(a):
     return hi, a - hi
 
 
-@jit
+@jit(helper=True)
 def dd_mul10(m_hi, m_lo, k):
     """``(m_hi + m_lo) * 10**k`` as a double-double ``(hi, lo)``, ``|k| <= DD_K``, relative
     error below 2**-102 (Dekker's exact product of the leading terms; cross terms rounded)."""
@@ -161,7 +161,7 @@ def dd_mul10(m_hi, m_lo, k):
     return hi, e - (hi - p)
 
 
-@jit
+@jit(helper=True)
 def decimal_value(mant, exp10, truncated, f32):
     """``(v, status)`` for the decimal ``mant * 10**exp10`` (0 <= ``mant`` < 10**18;
     ``truncated``: non-zero digits were dropped after the 18th, a relative error < 1e-17).
@@ -195,7 +195,7 @@ def decimal_value(mant, exp10, truncated, f32):
     return 0.0, SLOW
 
 
-@jit
+@jit(helper=True)
 def _number(buf, s, hi, f32):
     """``(value, status, end)`` of the NUMBER token starting at ``s``; ``end`` is the token's
     end (the next separator or ``hi``). One pass over the bytes: the hot loop of the parser."""
@@ -268,7 +268,7 @@ def _number(buf, s, hi, f32):
     return (-v if neg else v), status, p
 
 
-@jit
+@jit(helper=True)
 def _labels(buf, s, e, lab_ids, n, lab_limit):
     """Parse the multi-label token ``buf[s:e]`` into ``lab_ids[n:]`` sorted: (new n, error)."""
     start, p = n, s
@@ -427,7 +427,7 @@ _ONES, _LOW7 = np.uint64(0x0101010101010101), np.uint64(0x7F7F7F7F7F7F7F7F)
 _NEWLINES, _COLONS, _COMMAS = (np.uint64(0x0101010101010101 * c) for c in (10, 58, 44))
 
 
-@jit
+@jit(helper=True)
 def _zero_bytes(y):
     """How many of the 8 bytes of the uint64 ``y`` are zero (exact, branch-free)."""
     t = ~(((y & _LOW7) + _LOW7) | y | _LOW7)  # 0x80 in each zero byte, 0 elsewhere
@@ -521,7 +521,7 @@ def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
                     break
 
 
-@jit
+@jit(helper=True)
 def _put_int(out, p, v):
     """Write the decimal digits of ``v`` >= 0 at ``out[p:]``; return the end."""
     n, t = 1, v
@@ -534,7 +534,7 @@ def _put_int(out, p, v):
     return p + n
 
 
-@jit
+@jit(helper=True)
 def _put_bytes(out, p, word):
     for k in range(len(word)):
         out[p + k] = word[k]
@@ -546,7 +546,7 @@ _POS_INF = np.frombuffer(b"inf", np.uint8).copy()
 _NEG_INF = np.frombuffer(b"-inf", np.uint8).copy()
 
 
-@jit
+@jit(helper=True)
 def _put_decimal(out, p, m, e, status):
     """Write ``m * 10**e`` (or a special token): positional when short, else d.ddde+x."""
     if status == NEG_ZERO:
