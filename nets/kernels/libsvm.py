@@ -295,12 +295,14 @@ def _labels(buf, s, e, lab_ids, n, lab_limit):
 
 
 @jit
-def parse_range(buf, lo, hi, multilabel, f32, limit, pend, shift, lab_limit,
+def parse_range(buf, lo, hi, f32, limit, pend, shift, lab_limit,
                 labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos):
     """Parse the lines in ``buf[lo:hi]``.
 
     Rows go to ``labels``/``qids`` (-1: no qid)/``indptr``/``indices``/``data``, multi-label
-    ids to ``lab_ptr``/``lab_ids``. A feature index ``raw`` must be <= ``limit``; it is
+    ids to ``lab_ptr``/``lab_ids``, which are None for a single-label file: numba then drops
+    the multi-label branches before compiling (it prunes tests of an argument against None),
+    and each kind of file compiles only its own label parser. A feature index ``raw`` must be <= ``limit``; it is
     stored as ``raw - shift`` (shift 1: a one-based file, where 0 is an error) and must
     increase along a line. The first index equal to ``pend`` is remembered (the caller decides
     later whether it was out of range). Slow tokens: ``slow_at[k]`` is the value's position
@@ -312,7 +314,7 @@ def parse_range(buf, lo, hi, multilabel, f32, limit, pend, shift, lab_limit,
     pend_pos = -1
     cap = len(slow_at)
     indptr[0] = 0
-    if multilabel:
+    if lab_ids is not None:
         lab_ptr[0] = 0
     p = lo
     while p < hi:
@@ -325,7 +327,7 @@ def parse_range(buf, lo, hi, multilabel, f32, limit, pend, shift, lab_limit,
         if buf[p] == 35:
             p = _line_end(buf, p, hi)
             continue
-        if multilabel:
+        if lab_ids is not None:
             e = _token_end(buf, p, hi)
             if _find(buf, p, e, 58) < 0:  # a first token without ':' is the label list
                 nlab, err = _labels(buf, p, e, lab_ids, nlab, lab_limit)
@@ -469,18 +471,20 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
 
     Range k writes rows from ``row_base[k]`` (``indptr``/``lab_ptr`` from ``row_base[k] + k``,
     being one longer), values from ``nnz_base[k]``, label ids from ``lab_base[k]``, slow
-    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range. Returns
-    parse_range's results. (Python slices the outputs: as a compiled kernel calling
+    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range;
+    ``lab_ptr`` and ``lab_ids`` are used only when ``multilabel``. Returns parse_range's
+    results. (Python slices the outputs: as a compiled kernel calling
     ``parse_range``, this would compile the whole parser a second time.)
     """
     cap = len(slow_at) // (len(bounds) - 1)
     r0, n0, l0 = row_base[k], nnz_base[k], lab_base[k]
     r1, n1, l1 = row_base[k + 1], nnz_base[k + 1], lab_base[k + 1]
-    return parse_range(buf, bounds[k], bounds[k + 1], multilabel, f32, limit, pend, shift,
-                       lab_limit, labels[r0:r1], qids[r0:r1], lab_ptr[r0 + k:r1 + k + 1],
-                       lab_ids[l0:l1], indptr[r0 + k:r1 + k + 1], indices[n0:n1],
-                       data[n0:n1], slow_at[k * cap:(k + 1) * cap],
-                       slow_pos[k * cap:(k + 1) * cap])
+    lab_ptr, lab_ids = ((lab_ptr[r0 + k:r1 + k + 1], lab_ids[l0:l1]) if multilabel
+                        else (None, None))
+    return parse_range(buf, bounds[k], bounds[k + 1], f32, limit, pend, shift, lab_limit,
+                       labels[r0:r1], qids[r0:r1], lab_ptr, lab_ids,
+                       indptr[r0 + k:r1 + k + 1], indices[n0:n1], data[n0:n1],
+                       slow_at[k * cap:(k + 1) * cap], slow_pos[k * cap:(k + 1) * cap])
 
 
 # -- writer ---------------------------------------------------------------------------------
