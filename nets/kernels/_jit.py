@@ -22,6 +22,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils, config, event, sigutils
 from numba.core.caching import FunctionCache
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 from numba.extending import intrinsic, overload
@@ -42,13 +43,14 @@ class Kernel(CPUDispatcher):
 
     def compile(self, sig):
         """Numba's ``compile`` (an overload compiled or loaded from the cache), under the
-        kernel's lock file when called from Python: the kernels it calls compile inside
-        this one's compile, without locks of their own, so a process holds one lock at a
-        time and two processes never wait for each other in a cycle."""
+        kernel's lock file when called from Python. Numba's own compiler lock is taken
+        first (one thread of a process compiles at a time), and the kernels a kernel calls
+        compile inside its compile without locks of their own: so a process holds one
+        lock file at a time, and two processes never wait for each other in a cycle."""
         args, _ = sigutils.normalize_signature(sig)
         if _LOCKED.held or tuple(args) in self.overloads:
             return super().compile(sig)
-        with self._cache.lock():
+        with global_compiler_lock, self._cache.lock():
             _LOCKED.held = True
             try:
                 return super().compile(sig)

@@ -90,8 +90,12 @@ def compile_ahead(argv):
 
 
 def _start_child(argv):
-    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    """Start ``compile_ahead``'s child; if it cannot start, this process compiles alone."""
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
 
     def end():
         child.kill()

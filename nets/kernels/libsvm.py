@@ -302,12 +302,13 @@ def parse_range(buf, lo, hi, f32, limit, pend, shift, lab_limit,
     Rows go to ``labels``/``qids`` (-1: no qid)/``indptr``/``indices``/``data``, multi-label
     ids to ``lab_ptr``/``lab_ids``, which are None for a single-label file: numba then drops
     the multi-label branches before compiling (it prunes tests of an argument against None),
-    and each kind of file compiles only its own label parser. A feature index ``raw`` must be <= ``limit``; it is
-    stored as ``raw - shift`` (shift 1: a one-based file, where 0 is an error) and must
-    increase along a line. The first index equal to ``pend`` is remembered (the caller decides
-    later whether it was out of range). Slow tokens: ``slow_at[k]`` is the value's position
-    in ``data`` (or ``-(row + 1)`` for a label), ``slow_pos[k]`` its byte range; only the first
-    ``len(slow_at)`` are stored, all are counted.
+    and each kind of file compiles only its own label parser. A feature index ``raw`` must
+    be <= ``limit``; it is stored as ``raw - shift`` (shift 1: a one-based file, where 0 is
+    an error) and must increase along a line. The first index equal to ``pend`` is
+    remembered (the caller decides later whether it was out of range). Slow tokens:
+    ``slow_at[k]`` is the value's position in ``data`` (or ``-(row + 1)`` for a label),
+    ``slow_pos[k]`` its byte range; only the first ``len(slow_at)`` are stored, all are
+    counted.
     Returns (rows, nnz, n_label_ids, n_slow, error, error_pos, pend_pos, saw_zero (0/1)).
     """
     r = nnz = nlab = nslow = saw_zero = 0
