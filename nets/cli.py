@@ -120,8 +120,11 @@ def _warm_ops(dtype):
     out.backward()
     rsp = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(6, 3))
     nd.add_n(rsp, rsp * 2).asnumpy()
-    for ids in (nd.array([[1, 3], [3, 0]], dtype=dtype), nd.array([1, 3], dtype="int64")):
-        emb = layers.Embedding(10, 4, sparse_grad=True, dtype=dtype)
+    # gradient rows numbered in a bitmap (a small table) and by a radix sort (a table far
+    # larger than its ids)
+    for ids, rows in ((nd.array([[1, 3], [3, 0]], dtype=dtype), 10),
+                      (nd.array([1, 3], dtype="int64"), 10 ** 4)):
+        emb = layers.Embedding(rows, 4, sparse_grad=True, dtype=dtype)
         emb.initialize()
         with autograd.record():
             out = emb(ids)
@@ -129,13 +132,14 @@ def _warm_ops(dtype):
         clip_global_norm([emb.weight.grad(), emb.weight.data()], 1.0)
 
 
-def _warm_train(optimizer, options, dtype):
-    """Two steps of ``nets train``'s model (a sparse first layer, a hidden layer) with one
-    optimizer, on CSR batches, with weights and gradients of ``dtype``."""
+def _warm_train(optimizer, options, dtype, cfg=None):
+    """Two steps of ``nets train``'s model (by default a sparse first layer and a hidden
+    layer; ``cfg``: the model of ``_train``, its feature count aside) with one optimizer,
+    on CSR batches, with weights and gradients of ``dtype``."""
     from . import Trainer, autograd
     X, y = _warm_data(dtype)
-    cfg = {"features": X.shape[1], "hidden": [4], "loss": "logistic", "classes": 2,
-           "model": "mlp:4"}
+    cfg = {"hidden": [4], "loss": "logistic", "classes": 2, "model": "mlp:4", **(cfg or {}),
+           "features": X.shape[1]}
     net = _build(cfg)
     net.initialize()
     net.cast(dtype)
@@ -148,12 +152,40 @@ def _warm_train(optimizer, options, dtype):
         trainer.step(32)
 
 
+def _warm_ahead(cfg, optimizer, options):
+    """Have ``nets train``'s training kernels (model ``cfg``, ``optimizer`` with
+    ``options``) compile in a second process while this one compiles the parser, from this
+    process's first kernel compile on: nothing starts when the cache is warm
+    (``kernels.cache.compile_ahead``)."""
+    import json
+
+    from .kernels import cache
+    spec = {"cfg": cfg, "optimizer": optimizer, "options": options}
+    cache.compile_ahead([sys.executable, "-m", "nets", "warmup", "--ahead", json.dumps(spec)])
+
+
+def _warm_ahead_child(spec):
+    """``nets warmup --ahead SPEC``, the process ``_warm_ahead`` starts: the training steps
+    of ``SPEC``, in float32 as ``nets train`` reads its files, printing nothing; it ends
+    when its parent does."""
+    import json
+
+    from .kernels import cache
+    cache.watch_parent()
+    cache.set_notice(False)
+    spec = json.loads(spec)
+    _warm_train(spec["optimizer"], spec["options"], "float32", spec["cfg"])
+    return 0
+
+
 def _warmup(args):
     """Compile every kernel ahead into numba's cache, with a progress bar: idempotent (what
     the cache holds loads instead of compiling)."""
     from tqdm import tqdm
 
     from .kernels import cache
+    if args.ahead is not None:
+        return _warm_ahead_child(args.ahead)
     cache.set_notice(False)  # the bar says it
     t0 = time.perf_counter()
     try:
@@ -554,6 +586,7 @@ def _train(args):
     cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
     target = _target(cfg)
+    _warm_ahead(cfg, args.optimizer, {"wd": args.wd, "wd_mode": args.wd_mode})
     files = [args.train] + ([args.val] if args.val else [])
     if _read_mode(args.read, files) == "memory":
         data = [_load(path, args.features) for path in files]
@@ -703,6 +736,7 @@ def build_parser():
 
     p = sub.add_parser("warmup", help="compile every kernel ahead into numba's cache (once "
                                       "per install; later runs load them)")
+    p.add_argument("--ahead", metavar="SPEC", help=argparse.SUPPRESS)  # _warm_ahead's child
     p.set_defaults(func=_warmup)
 
     p = sub.add_parser("demo", help="the MXNet Gluon sparse tutorial's three variants on a "

@@ -96,7 +96,7 @@ def test_warmup_fills_the_cache_and_is_idempotent(tmp_path):
     cached = {k for k, n in status.items() if n}
     # the parser, the writer, the sparse first layer's products and AdaGrad among them
     for kernel in ("libsvm.parse_range", "libsvm.write_rows", "csr.csr_dense",
-                   "csr.scatter_rows", "embedding.unique_slots", "optim.adagrad"):
+                   "csr.scatter_rows", "embedding.bitmap_slots", "optim.adagrad"):
         assert kernel in cached, kernel
     assert "optim.adam" not in cached  # a step left out compiles nothing
     counts = f"{len(cached)} of {len(status)} kernels cached ({sum(status.values())} compiled"

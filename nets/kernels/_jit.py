@@ -6,13 +6,23 @@ splits a call into row ranges, and ``nogil=True`` lets its threads run them at o
 
 ``KERNELS`` lists every function compiled through ``jit`` (``nets.kernels.cache`` reports
 which of them numba's disk cache holds); the first compile in a process prints a one-line
-notice on stderr (``NOTICE``), since it takes seconds where a cached kernel loads at once."""
+notice on stderr (``NOTICE``), since it takes seconds where a cached kernel loads at once,
+and runs the ``FIRST_COMPILE`` hooks (``cache.compile_ahead`` starts a second process there).
+
+Processes share the cache safely: a process compiles a kernel called from Python only
+while it holds that kernel's lock file in the cache folder, and looks in the cache again
+once it has it, so a kernel another process is compiling is waited for and loaded, never
+compiled twice (``_KernelCache.lock``)."""
+import contextlib
+import os
 import sys
+import threading
 
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils, config, event
+from numba.core import cgutils, config, event, sigutils
 from numba.core.caching import FunctionCache
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 from numba.extending import intrinsic, overload
@@ -31,6 +41,29 @@ class Kernel(CPUDispatcher):
     def enable_caching(self):
         self._cache = _KernelCache(self.py_func)
 
+    def compile(self, sig):
+        """Numba's ``compile`` (an overload compiled or loaded from the cache), under the
+        kernel's lock file when called from Python. Numba's own compiler lock is taken
+        first (one thread of a process compiles at a time), and the kernels a kernel calls
+        compile inside its compile without locks of their own: so a process holds one
+        lock file at a time, and two processes never wait for each other in a cycle."""
+        args, _ = sigutils.normalize_signature(sig)
+        if _LOCKED.held or tuple(args) in self.overloads:
+            return super().compile(sig)
+        with global_compiler_lock, self._cache.lock():
+            _LOCKED.held = True
+            try:
+                return super().compile(sig)
+            finally:
+                _LOCKED.held = False
+
+
+class _Held(threading.local):
+    held = False  # this thread holds a kernel's lock (compiling under it)
+
+
+_LOCKED = _Held()
+
 
 class _KernelCache(FunctionCache):
     """Numba's disk cache of a kernel, loading without first loading every typing and
@@ -45,21 +78,48 @@ class _KernelCache(FunctionCache):
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the kernel's lock file (``<index file>.lock`` in the cache folder; an
+        exclusive ``flock``, waiting while another process holds it). The system releases
+        it when its holder ends, even killed; numba writes cache files whole (a temporary
+        file renamed), so a process killed while compiling leaves nothing half written.
+        Where the lock file cannot be opened (a read-only cache folder) or ``flock`` does
+        not exist (Windows), the compile runs unlocked: at worst two processes compile
+        the same kernel."""
+        try:
+            import fcntl
+            fd = os.open(self._cache_file._index_path + ".lock", os.O_RDWR | os.O_CREAT,
+                         0o666)
+        except (ImportError, OSError):
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
 
 KERNELS = []  # every function decorated with ``jit``, in the order the modules define them
 NOTICE = {"enabled": True, "shown": False}  # the first-compile notice (``cache.set_notice``)
 NOTICE_TEXT = "nets: compiling kernels for first use (once; `nets warmup` does it ahead)"
+FIRST_COMPILE = []  # callables, each run once, at the process's first kernel compile
 
 
 class _FirstCompile(event.Listener):
-    """Prints ``NOTICE_TEXT`` once per process when numba starts compiling a kernel (a cache
-    miss: numba raises no compile event for a kernel it loads from its cache)."""
+    """At the first kernel compile of a process (a cache miss: numba raises no compile event
+    for a kernel it loads from its cache): prints ``NOTICE_TEXT`` once, and runs (and
+    empties) ``FIRST_COMPILE``."""
 
     def on_start(self, ev):
-        if (NOTICE["enabled"] and not NOTICE["shown"]
-                and isinstance(ev.data.get("dispatcher"), Kernel)):
+        if not isinstance(ev.data.get("dispatcher"), Kernel):
+            return
+        if NOTICE["enabled"] and not NOTICE["shown"]:
             NOTICE["shown"] = True
             print(NOTICE_TEXT, file=sys.stderr, flush=True)
+        while FIRST_COMPILE:
+            FIRST_COMPILE.pop(0)()
 
     def on_end(self, ev):
         pass
@@ -68,10 +128,10 @@ class _FirstCompile(event.Listener):
 event.register("numba:compile", _FirstCompile())
 
 
-def jit(fn=None, *, reassoc=False):
+def jit(fn=None, *, reassoc=False, helper=False):
     """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
-    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``. Under ``NUMBA_DISABLE_JIT=1`` the function
-    itself (recorded too).
+    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``. Under
+    ``NUMBA_DISABLE_JIT=1`` the function itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
     division by zero gives inf/nan as in numpy instead of raising, which also drops the
@@ -79,9 +139,15 @@ def jit(fn=None, *, reassoc=False):
     ``reassoc=True`` lets LLVM reorder float additions (only that: NaN and inf behave as
     in numpy), so a sum loop is vectorised into one running sum per SIMD lane, as
     numpy's own pairwise sum keeps 8.
+    ``helper=True``: a function only kernels call, compiled without the wrappers that let
+    Python (or C) call it: numba compiles every function a kernel calls on its own before
+    inlining it, and the wrappers, which unbox and check every argument, are a large part
+    of a small function's compile. Calling a helper from Python raises numba's error.
     """
     options = {"nopython": True, "nogil": True, "error_model": "numpy",
                "fastmath": {"reassoc"} if reassoc else False}
+    if helper:
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
     def wrap(fn):
         kernel = fn

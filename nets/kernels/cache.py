@@ -3,11 +3,17 @@
 A kernel compiles on its first call in a process unless numba's cache holds it for this
 machine and for the kernel's current code; ``nets warmup`` fills the cache ahead, and
 ``nets info`` reports it through ``location`` and ``status``, which read numba's cache index
-files without compiling or loading any kernel.
+files without compiling or loading any kernel. ``compile_ahead`` has a second process
+compile kernels a command will need while this one compiles others (both cores at work
+on a cold cache).
 """
+import atexit
 import importlib
 import os
 import pkgutil
+import subprocess
+import sys
+import threading
 
 from . import _jit
 
@@ -68,3 +74,40 @@ def set_notice(enabled):
     """Turn the one-line notice printed at a process's first kernel compile on or off
     (``nets warmup`` shows a progress bar instead)."""
     _jit.NOTICE["enabled"] = bool(enabled)
+
+
+def compile_ahead(argv):
+    """Run the command ``argv`` in a child process from this process's first kernel
+    compile on: a command that calls, and so compiles into the same cache, kernels this
+    process will need later, while this process compiles the ones it needs first (the
+    locks of ``_jit.Kernel.compile`` make each kernel compile once, in whichever process
+    reaches it first; the other loads it). Nothing starts when every kernel this process
+    calls is cached. The child never outlives this process: it is killed when this
+    process exits, and the child's stdin is a pipe from this process that ``watch_parent``
+    (which the child must call) turns into an exit when this process ends otherwise.
+    """
+    _jit.FIRST_COMPILE.append(lambda: _start_child(list(argv)))
+
+
+def _start_child(argv):
+    """Start ``compile_ahead``'s child; if it cannot start, this process compiles alone."""
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+    def end():
+        child.kill()
+        child.wait()
+    atexit.register(end)
+    return child
+
+
+def watch_parent():
+    """In a child started by ``compile_ahead``: end this process as soon as its stdin (the
+    parent's pipe) closes, i.e. when the parent ends, however it ends."""
+    def watch():
+        sys.stdin.buffer.read()  # returns at end of file
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()

@@ -87,7 +87,7 @@ def radix_order(ids, upper):
     return keys2
 
 
-@jit
+@jit(helper=True)
 def _merge_order(ids):
     """A stable argsort of ``ids`` by bottom-up merging, O(n log n): ``radix_order``'s
     fallback for ids too wide to pack with their positions. Plain loops: numba's own
@@ -115,7 +115,7 @@ def _merge_order(ids):
     return order
 
 
-@jit
+@jit(helper=True)
 def _bit_length(x):
     """Bits needed to write ``x >= 0`` (at least 1)."""
     b = 1
@@ -124,18 +124,24 @@ def _bit_length(x):
     return b
 
 
-@jit
 def unique_slots(ids, upper):
     """``(uniq, slot)``: the sorted unique ``ids`` (in ``[0, upper)``) and, for each id, its
     position in ``uniq`` (``np.unique(ids, return_inverse=True)`` in linear time).
 
-    Ids that cover their range densely enough are ranked in a bitmap of ``upper`` bits:
-    an id's slot is the count of set bits before it (a prefix count per 64-bit word plus
-    one ``popcount``), with no sort. Sparser ids are sorted by ``radix_order``.
+    Ids that cover their range densely enough are ranked in a bitmap (``bitmap_slots``);
+    sparser ids are sorted by ``radix_order``. Python picks the kernel, so a process
+    compiles only the way its ids take (each is a separate compile of seconds).
     """
+    if ranks_in_bitmap(len(ids), upper):
+        return bitmap_slots(ids, upper)
+    return slots_in_order(ids, radix_order(ids, upper))
+
+
+@jit
+def bitmap_slots(ids, upper):
+    """``unique_slots`` by a bitmap of ``upper`` bits: an id's slot is the count of set bits
+    before it (a prefix count per 64-bit word plus one ``popcount``), with no sort."""
     n = len(ids)
-    if not ranks_in_bitmap(n, upper):
-        return slots_in_order(ids, radix_order(ids, upper))
     words = _words(upper)
     bits = np.zeros(words, np.uint64)
     one = np.uint64(1)
@@ -158,13 +164,13 @@ def unique_slots(ids, upper):
     return uniq, slot
 
 
-@jit
 def ranks_in_bitmap(n, upper):
-    """Whether ``unique_slots`` ranks ``n`` ids in ``[0, upper)`` in a bitmap (else sorts)."""
-    return _words(upper) <= BITMAP_WORDS_PER_ID * n
+    """Whether ``unique_slots`` ranks ``n`` ids in ``[0, upper)`` in a bitmap (else sorts):
+    when the bitmap has at most ``BITMAP_WORDS_PER_ID`` words per id."""
+    return -(-int(upper) // 64) <= BITMAP_WORDS_PER_ID * int(n)
 
 
-@jit
+@jit(helper=True)
 def _words(upper):
     """64-bit words of a bitmap of ``upper`` bits (not ``(upper + 63) // 64``, which
     overflows for ``upper`` near 2^63)."""

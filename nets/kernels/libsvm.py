@@ -54,18 +54,18 @@ def _dd_powers():
 P10_HI, P10_LO = _dd_powers()
 
 
-@jit
+@jit(helper=True)
 def _blank(c):
     return c == 32 or c == 9 or c == 13
 
 
-@jit
+@jit(helper=True)
 def _sep(c):
     """A byte that ends a token: a blank, '\\n' or '#'."""
     return c == 32 or c == 9 or c == 13 or c == 10 or c == 35
 
 
-@jit
+@jit(helper=True)
 def _token_end(buf, p, hi):
     """End of the token starting at ``p``: the next separator or ``hi``."""
     while p < hi and not _sep(buf[p]):
@@ -73,21 +73,21 @@ def _token_end(buf, p, hi):
     return p
 
 
-@jit
+@jit(helper=True)
 def _skip_blanks(buf, p, hi):
     while p < hi and _blank(buf[p]):
         p += 1
     return p
 
 
-@jit
+@jit(helper=True)
 def _line_end(buf, p, hi):
     while p < hi and buf[p] != 10:
         p += 1
     return p
 
 
-@jit
+@jit(helper=True)
 def _find(buf, s, e, c):
     for p in range(s, e):
         if buf[p] == c:
@@ -95,7 +95,7 @@ def _find(buf, s, e, c):
     return -1
 
 
-@jit
+@jit(helper=True)
 def _uint(buf, s, e):
     """The INT in ``buf[s:e]``, or -1 if it is not 1 to 18 digits."""
     if e <= s or e - s > 18:
@@ -109,7 +109,7 @@ def _uint(buf, s, e):
     return v
 
 
-@jit
+@jit(helper=True)
 def _is_word(buf, s, e, word):
     """``buf[s:e]`` equals the lower-case ASCII ``word`` (uint8 array), ignoring case."""
     if e - s != len(word):
@@ -125,7 +125,7 @@ _INF = np.frombuffer(b"inf", np.uint8).copy()
 _INFINITY = np.frombuffer(b"infinity", np.uint8).copy()
 
 
-@jit
+@jit(helper=True)
 def _f32_safe(a):
     """True when every float64 within a relative 2**-50 of ``a`` > 0 rounds to the same float32
     as ``a``: ``a`` is a normal float32-range value clear of the rounding midpoints."""
@@ -139,7 +139,7 @@ def _f32_safe(a):
     return a - (f - below) > tol and (f + ulp / 2) - a > tol
 
 
-@jit
+@jit(helper=True)
 def _split(a):
     """Veltkamp's split: ``a = hi + lo`` exactly, each with at most 26 significant bits."""
     c = 134217729.0 * a  # 2**27 + 1
@@ -147,7 +147,7 @@ def _split(a):
     return hi, a - hi
 
 
-@jit
+@jit(helper=True)
 def dd_mul10(m_hi, m_lo, k):
     """``(m_hi + m_lo) * 10**k`` as a double-double ``(hi, lo)``, ``|k| <= DD_K``, relative
     error below 2**-102 (Dekker's exact product of the leading terms; cross terms rounded)."""
@@ -161,7 +161,7 @@ def dd_mul10(m_hi, m_lo, k):
     return hi, e - (hi - p)
 
 
-@jit
+@jit(helper=True)
 def decimal_value(mant, exp10, truncated, f32):
     """``(v, status)`` for the decimal ``mant * 10**exp10`` (0 <= ``mant`` < 10**18;
     ``truncated``: non-zero digits were dropped after the 18th, a relative error < 1e-17).
@@ -195,7 +195,7 @@ def decimal_value(mant, exp10, truncated, f32):
     return 0.0, SLOW
 
 
-@jit
+@jit(helper=True)
 def _number(buf, s, hi, f32):
     """``(value, status, end)`` of the NUMBER token starting at ``s``; ``end`` is the token's
     end (the next separator or ``hi``). One pass over the bytes: the hot loop of the parser."""
@@ -268,7 +268,7 @@ def _number(buf, s, hi, f32):
     return (-v if neg else v), status, p
 
 
-@jit
+@jit(helper=True)
 def _labels(buf, s, e, lab_ids, n, lab_limit):
     """Parse the multi-label token ``buf[s:e]`` into ``lab_ids[n:]`` sorted: (new n, error)."""
     start, p = n, s
@@ -295,24 +295,27 @@ def _labels(buf, s, e, lab_ids, n, lab_limit):
 
 
 @jit
-def parse_range(buf, lo, hi, multilabel, f32, limit, pend, shift, lab_limit,
+def parse_range(buf, lo, hi, f32, limit, pend, shift, lab_limit,
                 labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos):
     """Parse the lines in ``buf[lo:hi]``.
 
     Rows go to ``labels``/``qids`` (-1: no qid)/``indptr``/``indices``/``data``, multi-label
-    ids to ``lab_ptr``/``lab_ids``. A feature index ``raw`` must be <= ``limit``; it is
-    stored as ``raw - shift`` (shift 1: a one-based file, where 0 is an error) and must
-    increase along a line. The first index equal to ``pend`` is remembered (the caller decides
-    later whether it was out of range). Slow tokens: ``slow_at[k]`` is the value's position
-    in ``data`` (or ``-(row + 1)`` for a label), ``slow_pos[k]`` its byte range; only the first
-    ``len(slow_at)`` are stored, all are counted.
+    ids to ``lab_ptr``/``lab_ids``, which are None for a single-label file: numba then drops
+    the multi-label branches before compiling (it prunes tests of an argument against None),
+    and each kind of file compiles only its own label parser. A feature index ``raw`` must
+    be <= ``limit``; it is stored as ``raw - shift`` (shift 1: a one-based file, where 0 is
+    an error) and must increase along a line. The first index equal to ``pend`` is
+    remembered (the caller decides later whether it was out of range). Slow tokens:
+    ``slow_at[k]`` is the value's position in ``data`` (or ``-(row + 1)`` for a label),
+    ``slow_pos[k]`` its byte range; only the first ``len(slow_at)`` are stored, all are
+    counted.
     Returns (rows, nnz, n_label_ids, n_slow, error, error_pos, pend_pos, saw_zero (0/1)).
     """
     r = nnz = nlab = nslow = saw_zero = 0
     pend_pos = -1
     cap = len(slow_at)
     indptr[0] = 0
-    if multilabel:
+    if lab_ids is not None:
         lab_ptr[0] = 0
     p = lo
     while p < hi:
@@ -325,7 +328,7 @@ def parse_range(buf, lo, hi, multilabel, f32, limit, pend, shift, lab_limit,
         if buf[p] == 35:
             p = _line_end(buf, p, hi)
             continue
-        if multilabel:
+        if lab_ids is not None:
             e = _token_end(buf, p, hi)
             if _find(buf, p, e, 58) < 0:  # a first token without ':' is the label list
                 nlab, err = _labels(buf, p, e, lab_ids, nlab, lab_limit)
@@ -427,7 +430,7 @@ _ONES, _LOW7 = np.uint64(0x0101010101010101), np.uint64(0x7F7F7F7F7F7F7F7F)
 _NEWLINES, _COLONS, _COMMAS = (np.uint64(0x0101010101010101 * c) for c in (10, 58, 44))
 
 
-@jit
+@jit(helper=True)
 def _zero_bytes(y):
     """How many of the 8 bytes of the uint64 ``y`` are zero (exact, branch-free)."""
     t = ~(((y & _LOW7) + _LOW7) | y | _LOW7)  # 0x80 in each zero byte, 0 elsewhere
@@ -469,18 +472,20 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
 
     Range k writes rows from ``row_base[k]`` (``indptr``/``lab_ptr`` from ``row_base[k] + k``,
     being one longer), values from ``nnz_base[k]``, label ids from ``lab_base[k]``, slow
-    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range. Returns
-    parse_range's results. (Python slices the outputs: as a compiled kernel calling
+    tokens from ``k * (len(slow_at) // ranges)``; positions stay local to the range;
+    ``lab_ptr`` and ``lab_ids`` are used only when ``multilabel``. Returns parse_range's
+    results. (Python slices the outputs: as a compiled kernel calling
     ``parse_range``, this would compile the whole parser a second time.)
     """
     cap = len(slow_at) // (len(bounds) - 1)
     r0, n0, l0 = row_base[k], nnz_base[k], lab_base[k]
     r1, n1, l1 = row_base[k + 1], nnz_base[k + 1], lab_base[k + 1]
-    return parse_range(buf, bounds[k], bounds[k + 1], multilabel, f32, limit, pend, shift,
-                       lab_limit, labels[r0:r1], qids[r0:r1], lab_ptr[r0 + k:r1 + k + 1],
-                       lab_ids[l0:l1], indptr[r0 + k:r1 + k + 1], indices[n0:n1],
-                       data[n0:n1], slow_at[k * cap:(k + 1) * cap],
-                       slow_pos[k * cap:(k + 1) * cap])
+    lab_ptr, lab_ids = ((lab_ptr[r0 + k:r1 + k + 1], lab_ids[l0:l1]) if multilabel
+                        else (None, None))
+    return parse_range(buf, bounds[k], bounds[k + 1], f32, limit, pend, shift, lab_limit,
+                       labels[r0:r1], qids[r0:r1], lab_ptr, lab_ids,
+                       indptr[r0 + k:r1 + k + 1], indices[n0:n1], data[n0:n1],
+                       slow_at[k * cap:(k + 1) * cap], slow_pos[k * cap:(k + 1) * cap])
 
 
 # -- writer ---------------------------------------------------------------------------------
@@ -521,7 +526,7 @@ def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
                     break
 
 
-@jit
+@jit(helper=True)
 def _put_int(out, p, v):
     """Write the decimal digits of ``v`` >= 0 at ``out[p:]``; return the end."""
     n, t = 1, v
@@ -534,7 +539,7 @@ def _put_int(out, p, v):
     return p + n
 
 
-@jit
+@jit(helper=True)
 def _put_bytes(out, p, word):
     for k in range(len(word)):
         out[p + k] = word[k]
@@ -546,7 +551,7 @@ _POS_INF = np.frombuffer(b"inf", np.uint8).copy()
 _NEG_INF = np.frombuffer(b"-inf", np.uint8).copy()
 
 
-@jit
+@jit(helper=True)
 def _put_decimal(out, p, m, e, status):
     """Write ``m * 10**e`` (or a special token): positional when short, else d.ddde+x."""
     if status == NEG_ZERO:

@@ -35,13 +35,13 @@ from ._jit import PREFETCH_AHEAD, jit, prefetch_row
 TINY = 1e-30
 
 
-@jit
+@jit(helper=True)
 def _at(pos, operand, k):
     """Row of ``operand`` for update ``k`` (row ``k`` itself when ``pos`` is empty)."""
     return pos[operand, k] if pos.shape[1] else k
 
 
-@jit
+@jit(helper=True)
 def _ahead(pos, k, stop, operand, a):
     """Prefetch the row of ``a`` (operand ``operand`` of ``pos``) that update ``k +
     PREFETCH_AHEAD`` touches; nothing on the dense path (rows in order: the hardware
@@ -51,13 +51,13 @@ def _ahead(pos, k, stop, operand, a):
         prefetch_row(a, pos[operand, q])
 
 
-@jit
+@jit(helper=True)
 def _ftz(x, tiny):
     """``x``, or zero when ``|x| < tiny`` (NaN passes through)."""
     return x - x if abs(x) < tiny else x
 
 
-@jit
+@jit(helper=True)
 def _clip(x, bound):
     """``x`` clipped to ``[-bound, bound]`` (``bound = inf``: no clipping, with no test of
     ``bound``: two selects); NaN passes through."""
