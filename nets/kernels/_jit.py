@@ -105,6 +105,7 @@ KERNELS = []  # every function decorated with ``jit``, in the order the modules 
 NOTICE = {"enabled": True, "shown": False}  # the first-compile notice (``cache.set_notice``)
 NOTICE_TEXT = "nets: compiling kernels for first use (once; `nets warmup` does it ahead)"
 FIRST_COMPILE = []  # callables, each run once, at the process's first kernel compile
+COMPILED = {"any": False}  # this process has compiled a kernel (``FIRST_COMPILE`` has run)
 
 
 class _FirstCompile(event.Listener):
@@ -115,6 +116,9 @@ class _FirstCompile(event.Listener):
     def on_start(self, ev):
         if not isinstance(ev.data.get("dispatcher"), Kernel):
             return
+        if COMPILED["any"]:
+            return
+        COMPILED["any"] = True
         if NOTICE["enabled"] and not NOTICE["shown"]:
             NOTICE["shown"] = True
             print(NOTICE_TEXT, file=sys.stderr, flush=True)

@@ -85,8 +85,10 @@ def compile_ahead(argv):
     calls is cached. The child never outlives this process: it is killed when this
     process exits, and the child's stdin is a pipe from this process that ``watch_parent``
     (which the child must call) turns into an exit when this process ends otherwise.
+    Once this process has compiled a kernel, its first compile is past: nothing starts.
     """
-    _jit.FIRST_COMPILE.append(lambda: _start_child(list(argv)))
+    if not _jit.COMPILED["any"]:
+        _jit.FIRST_COMPILE.append(lambda: _start_child(list(argv)))
 
 
 def _start_child(argv):
