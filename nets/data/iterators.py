@@ -566,7 +566,8 @@ class Background:
         self.close()
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_thread", None) is not None:
+            self.close()
 
 
 def _rounds(iters):
