@@ -10,6 +10,9 @@ import importlib.abc as _abc
 import importlib.util as _util
 import sys as _sys
 
+# the arrays with their operators and autograd methods, which nets.ops and nets.autograd
+# install onto the array classes: every program uses them
+from . import arrays, autograd, nd
 from .base import (Context, DenseResultWarning, NetsError, StorageFallbackWarning, cpu,
                    current_context, gpu, num_gpus)
 from .parallel import get_num_threads, set_num_threads
