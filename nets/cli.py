@@ -615,6 +615,7 @@ def _train(args):
     cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
     files = [args.train] + ([args.val] if args.val else [])
+    n_train = n_val = None  # batch counts, known after the first pass if not before
     with contextlib.ExitStack() as reading:
         target = _target(cfg)
         if _read_mode(args.read, files) == "memory":
@@ -622,6 +623,8 @@ def _train(args):
                 data = [_load(path, None) for path in files]
                 features = max(X.shape[1] for X, _ in data)
                 blocks = [[(_widened(X, features), y)] for X, y in data]
+                n_train, *n_val = [-(-X.shape[0] // batch_size) for X, _ in data]
+                n_val = n_val[0] if n_val else None
             else:  # parsed block by block (ahead, in a thread) as training goes
                 features = args.features
                 blocks = [reading.enter_context(contextlib.closing(_blocks(path, features)))
@@ -636,7 +639,6 @@ def _train(args):
             train_pass = _stream(_batches(args.train, features, batch_size), target)
             val_pass = (_stream(_batches(args.val, features, batch_size), target)
                         if args.val else None)
-        n_train = n_val = None  # batch counts, known after the first pass
         if args.features is None:
             print(f"--features not given: found {features} features", file=sys.stderr)
         cfg["features"] = features
