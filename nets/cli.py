@@ -8,6 +8,7 @@ the work, such as ``--batch-size``); Ctrl-C (``nets: interrupted``, exit code 13
 other exception is a bug in nets and keeps its traceback, so that it can be reported.
 """
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -232,13 +233,73 @@ def _stream(batches, target=None):
     return one_pass
 
 
-def _slices(X, y, batch_size):
-    """One pass over in-memory rows ``X`` and labels ``y`` in batches of ``batch_size``
-    consecutive rows (views, no copy)."""
+def _slices(blocks, batch_size, target=None):
+    """Passes over the rows of the ``(X, y)`` blocks (read once, kept for later passes) in
+    batches of ``batch_size`` consecutive rows, as if the blocks were one array: a batch
+    within a block is a view of it, one across two blocks a copy; ``target`` maps each
+    block's labels (see ``_target``)."""
+    batches, kept = _rebatched(blocks, batch_size, target), []
+
     def one_pass():
-        for a in range(0, X.shape[0], batch_size):
-            yield X[a:a + batch_size], y[a:a + batch_size]
+        yield from kept
+        for batch in batches:  # (the first pass; a later one finds them all kept)
+            kept.append(batch)
+            yield batch
     return one_pass
+
+
+def _rebatched(blocks, batch_size, target):
+    """The rows of the ``(X, y)`` blocks in batches of ``batch_size`` (the last smaller)."""
+    held, n_held = [], 0  # the next batch's pieces, fewer than batch_size rows in all
+    for X, y in blocks:
+        y = y if target is None else target(y)
+        a, n = 0, X.shape[0]
+        while a < n:
+            take = min(batch_size - n_held, n - a)
+            piece = (X[a:a + take], y[a:a + take])
+            a += take
+            if take == batch_size:
+                yield piece
+                continue
+            held.append(piece)
+            n_held += take
+            if n_held == batch_size:
+                yield _joined(held)
+                held, n_held = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(pieces):
+    """One ``(X, y)`` batch of the rows of consecutive ``(X, y)`` pieces."""
+    import numpy as np
+
+    from .nd import array, sparse
+    if len(pieces) == 1:
+        return pieces[0]
+    xs = [x for x, _ in pieces]
+    offsets = np.cumsum([0] + [x.nnz for x in xs[:-1]])
+    indptr = np.concatenate([xs[0].indptr[:1]] + [x.indptr[1:] - x.indptr[0] + o
+                                                  for x, o in zip(xs, offsets)])
+    X = sparse.csr_matrix((np.concatenate([x.data for x in xs]),
+                           np.concatenate([x.indices for x in xs]), indptr),
+                          shape=(sum(x.shape[0] for x in xs), xs[0].shape[1]))
+    ys = [y.asnumpy() for _, y in pieces]
+    return X, array(np.concatenate(ys), dtype=ys[0].dtype)
+
+
+READ_BLOCK = 8 << 20  # bytes of text parsed at a time when --features is given
+
+
+def _blocks(path, features):
+    """The ``(X, y)`` blocks of a LibSVM file read zero-based with ``features`` columns, as
+    ``_load`` reads it whole; with more than one thread they are parsed ahead in a
+    background thread, which starts now (training on a block overlaps parsing the next)."""
+    from .data.iterators import Background
+    from .data.libsvm import libsvm_blocks
+    from .parallel import get_num_threads
+    blocks = libsvm_blocks(path, features, zero_based=True, block=READ_BLOCK)
+    return Background(blocks, name="nets-parse") if get_num_threads() > 1 else blocks
 
 
 BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
@@ -585,47 +646,53 @@ def _train(args):
     batch_size = batch_size if args.batch_size is None else args.batch_size
     cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
-    target = _target(cfg)
-    _warm_ahead(cfg, args.optimizer, {"wd": args.wd, "wd_mode": args.wd_mode})
     files = [args.train] + ([args.val] if args.val else [])
-    if _read_mode(args.read, files) == "memory":
-        data = [_load(path, args.features) for path in files]
-        features = max(X.shape[1] for X, _ in data)
-        data = [(_widened(X, features), y if target is None else target(y)) for X, y in data]
-        train_pass = _slices(*data[0], batch_size)
-        val_pass = _slices(*data[1], batch_size) if args.val else None
-        n_train = -(-data[0][0].shape[0] // batch_size)
-        n_val = -(-data[1][0].shape[0] // batch_size) if args.val else None
-    else:
-        features = args.features
-        if features is None:
-            features = max(_scan_features(path, what) for path, what in zip(files, ("TRAIN",
-                                                                                  "--val")))
-        train_pass = _stream(_batches(args.train, features, batch_size), target)
-        val_pass = (_stream(_batches(args.val, features, batch_size), target)
-                    if args.val else None)
-        n_train = n_val = None  # batch counts, known after the first pass
-    if args.features is None:
-        print(f"--features not given: found {features} features", file=sys.stderr)
-    cfg["features"] = features
-    net = _build(cfg)
-    net.initialize()
-    trainer = Trainer(net.collect_params(), args.optimizer,
-                      {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode})
-    loss_fn = _loss_fn(cfg)
-    for epoch in range(1, args.epochs + 1):
-        t0 = time.perf_counter()
-        train_loss, seen, n_train = _run_epoch(net, loss_fn, train_pass, trainer,
-                                               desc=f"epoch {epoch}", total=n_train)
-        parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
-                 f"train loss {train_loss:.4f}"]
-        parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
-        if val_pass is not None:
-            val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_pass, desc="validation",
-                                                total=n_val)
-            parts.append(f"val loss {val_loss:.4f}")
-            parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
-        print("  ".join(parts))
+    n_train = n_val = None  # batch counts, known after the first pass if not before
+    with contextlib.ExitStack() as reading:
+        target = _target(cfg)
+        _warm_ahead(cfg, args.optimizer, {"wd": args.wd, "wd_mode": args.wd_mode})
+        if _read_mode(args.read, files) == "memory":
+            if args.features is None:  # the model's width is the files': read them whole
+                data = [_load(path, None) for path in files]
+                features = max(X.shape[1] for X, _ in data)
+                blocks = [[(_widened(X, features), y)] for X, y in data]
+                n_train, *n_val = [-(-X.shape[0] // batch_size) for X, _ in data]
+                n_val = n_val[0] if n_val else None
+            else:  # parsed block by block (ahead, in a thread) as training goes
+                features = args.features
+                blocks = [reading.enter_context(contextlib.closing(_blocks(path, features)))
+                          for path in files]
+            train_pass = _slices(blocks[0], batch_size, target)
+            val_pass = _slices(blocks[1], batch_size, target) if args.val else None
+        else:
+            features = args.features
+            if features is None:
+                features = max(_scan_features(path, what)
+                               for path, what in zip(files, ("TRAIN", "--val")))
+            train_pass = _stream(_batches(args.train, features, batch_size), target)
+            val_pass = (_stream(_batches(args.val, features, batch_size), target)
+                        if args.val else None)
+        if args.features is None:
+            print(f"--features not given: found {features} features", file=sys.stderr)
+        cfg["features"] = features
+        net = _build(cfg)
+        net.initialize()
+        trainer = Trainer(net.collect_params(), args.optimizer,
+                          {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode})
+        loss_fn = _loss_fn(cfg)
+        for epoch in range(1, args.epochs + 1):
+            t0 = time.perf_counter()
+            train_loss, seen, n_train = _run_epoch(net, loss_fn, train_pass, trainer,
+                                                   desc=f"epoch {epoch}", total=n_train)
+            parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
+                     f"train loss {train_loss:.4f}"]
+            parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
+            if val_pass is not None:
+                val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_pass, desc="validation",
+                                                    total=n_val)
+                parts.append(f"val loss {val_loss:.4f}")
+                parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
+            print("  ".join(parts))
     if args.save:
         net.save_parameters(args.save, extra={"nets_cli_model": cfg})
         print(f"saved model to {args.save}")
@@ -636,7 +703,6 @@ def _predict(args):
     """Write predictions of a model saved by ``nets train --save``."""
     from . import NetsError
     from .layers import Block
-    from .serialization import write_atomically
     _check_numbers(args, positive=("batch_size",))
     _check_file(args.model, "MODEL")
     _check_file(args.data, "DATA")
@@ -646,13 +712,23 @@ def _predict(args):
     cfg = (extra or {}).get("nets_cli_model")
     if cfg is None:
         raise NetsError(f"{args.model}: not a model saved by `nets train --save`")
-    net = _build(cfg)
-    net.load_parameters(args.model)
-    if _read_mode(args.read, [args.data]) == "memory":
-        X, y = _load(args.data, cfg["features"])
-        one_pass = _slices(X, y, args.batch_size)
-    else:
-        one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
+    with contextlib.ExitStack() as reading:
+        if _read_mode(args.read, [args.data]) == "memory":  # (parsing while the model loads)
+            blocks = reading.enter_context(contextlib.closing(_blocks(args.data,
+                                                                      cfg["features"])))
+            one_pass = _slices(blocks, args.batch_size)
+        else:
+            one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
+        net = _build(cfg)
+        net.load_parameters(args.model)
+        _write_predictions(args, cfg, net, one_pass)
+    return 0
+
+
+def _write_predictions(args, cfg, net, one_pass):
+    """Write the predictions of ``net`` over the batches of ``one_pass()`` to ``--output``
+    (atomically) or standard output."""
+    from .serialization import write_atomically
 
     def chunks():
         """The predictions' text, a chunk per batch: a line per row (softmax: the K class
@@ -670,7 +746,6 @@ def _predict(args):
     else:
         for chunk in chunks():
             sys.stdout.write(chunk)
-    return 0
 
 
 # -- argument checking ---------------------------------------------------------------------------

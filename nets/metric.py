@@ -660,7 +660,7 @@ class AUC(EvalMetric):
         n_pos, n_neg = int(y.sum()), int((~y).sum())
         if n_pos == 0 or n_neg == 0:
             return float("nan")
-        order = numpy.argsort(s, kind="mergesort")
+        order = numpy.argsort(s)  # (any order of ties: each run of them gets one rank)
         ranks = numpy.empty(len(s))
         sorted_s = s[order]
         # the average (1-based) rank of each run of tied scores

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nets
-from nets import cli
+from nets import cli, parallel
 from nets.cli import main
 from nets.data import libsvm, load_libsvm, save_libsvm
 from nets.data.libsvm import libsvm_width
@@ -264,3 +264,105 @@ def test_a_file_in_blocks_of_any_size_reads_as_a_stream_does(tmp_path, monkeypat
     path.write_bytes(TEXT + b"1 3:0.25 2:1\n")
     with pytest.raises(nets.NetsError, match=r"line 7: feature index does not increase"):
         load_libsvm(str(path), zero_based=True)
+
+
+# -- read into memory block by block, parsed ahead ---------------------------------------------
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, capsys,
+                                                               monkeypatch, threads):
+    """With --features, a file read into memory is parsed in blocks (in a background thread
+    with 2 threads) and trained on as they come: with blocks that end mid-batch (and a
+    batch that spans three blocks), the model and the printed losses and metrics equal,
+    bit for bit, those of the file parsed as one block (the whole file in memory); --val too,
+    and over 2 epochs (the second trains on the kept batches)."""
+    models, lines = [], []
+    monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
+    nets.set_num_threads(threads)
+    for block in (1 << 30, 700, 2100):
+        monkeypatch.setattr(cli, "READ_BLOCK", block)
+        path = tmp_path / f"{block}.npz"
+        _train(files / "train.libsvm", "--val", files / "val.libsvm", "--features",
+               FEATURES, "--optimizer", "adagrad", "--epochs", 2, "--batch-size", 64,
+               "--read", "memory", "--save", path)
+        models.append(_model(path))
+        lines.append([ln.split("  ", 2)[2] for ln in _epoch_lines(capsys.readouterr().out)])
+    assert len(lines[0]) == 2
+    for other in range(1, len(models)):
+        assert lines[other] == lines[0]
+        for name in models[0]:
+            np.testing.assert_array_equal(models[other][name], models[0][name])
+
+
+def test_rebatched_blocks_are_the_slices_of_their_rows():
+    """``_rebatched`` cuts consecutive blocks (empty ones, ones shorter than a batch) into
+    the batches that slicing the joined rows gives, labels mapped by ``target``."""
+    rng = np.random.default_rng(0)
+    dense = (rng.random((53, 7)) < 0.3) * rng.random((53, 7)).astype(np.float32)
+    labels = rng.integers(-1, 2, 53).astype(np.float32)
+    cuts = [0, 0, 3, 4, 4, 20, 22, 50, 53]
+    blocks = [(nets.nd.sparse.csr_matrix(dense[a:b]), nets.nd.array(labels[a:b]))
+              for a, b in zip(cuts[:-1], cuts[1:])]
+    for batch_size in (1, 5, 16, 53, 60):
+        got = list(cli._rebatched(blocks, batch_size, lambda y: nets.nd.greater(y, 0.0)))
+        starts = range(0, 53, batch_size)
+        assert len(got) == len(starts)
+        for (X, y), a in zip(got, starts):
+            assert X.stype == "csr" and X.shape == (min(batch_size, 53 - a), 7)
+            np.testing.assert_array_equal(X.asnumpy(), dense[a:a + batch_size])
+            np.testing.assert_array_equal(y.asnumpy(), labels[a:a + batch_size] > 0)
+
+
+@pytest.mark.parametrize("block", [1, 5, 16, 1 << 20])
+def test_libsvm_blocks_join_to_the_whole_file(tmp_path, block):
+    """The blocks of ``libsvm_blocks``, of any size, join to ``load_libsvm``'s arrays; an
+    error in a later block names its line; the feature count and basing must be given."""
+    path = tmp_path / "m.libsvm"
+    path.write_bytes(TEXT + b"1 3:0.25")
+    want_X, want_y = load_libsvm(str(path), n_features=50, zero_based=True)
+    got = list(libsvm.libsvm_blocks(str(path), 50, block=block))
+    assert all(X.shape[1] == 50 for X, _ in got)
+    np.testing.assert_array_equal(np.concatenate([X.asnumpy() for X, _ in got]),
+                                  want_X.asnumpy())
+    np.testing.assert_array_equal(np.concatenate([y.asnumpy() for _, y in got]),
+                                  want_y.asnumpy())
+    path.write_bytes(TEXT.replace(b" 0:1 ", b" 1:1 "))  # (no index 0)
+    one_based = list(libsvm.libsvm_blocks(str(path), 50, zero_based=False, block=block))
+    np.testing.assert_array_equal(
+        np.concatenate([X.asnumpy() for X, _ in one_based]),
+        load_libsvm(str(path), n_features=50, zero_based=False)[0].asnumpy())
+    with pytest.raises(nets.NetsError, match=r"line 4: feature index out of range"):
+        list(libsvm.libsvm_blocks(str(path), 20, block=block))
+    for bad in ({"zero_based": "auto"}, {"n_features": None}, {"block": 0}):
+        with pytest.raises(nets.NetsError, match=next(iter(bad))):
+            list(libsvm.libsvm_blocks(str(path), **{"n_features": 50, **bad}))
+
+
+def test_background_hands_over_items_errors_and_stops():
+    """``Background`` yields the items in order, then raises the producer's error; it holds
+    at most ``ahead`` items; ``close()`` stops a producer that would never end."""
+    from nets.data.iterators import Background
+
+    def failing():
+        yield from range(5)
+        raise nets.NetsError("bad block")
+    got = []
+    with pytest.raises(nets.NetsError, match="bad block"):
+        for item in Background(failing()):
+            got.append(item)
+    assert got == [0, 1, 2, 3, 4]
+    produced = []
+
+    def endless():
+        k = 0
+        while True:
+            produced.append(k)
+            yield k
+            k += 1
+    ahead = Background(endless(), ahead=2)
+    assert [next(ahead) for _ in range(3)] == [0, 1, 2]
+    ahead.close()
+    assert len(produced) <= 3 + 2 + 1  # taken, waiting, and the one being produced
+    assert list(ahead) == []
+    with pytest.raises(nets.NetsError, match="ahead"):
+        Background([], ahead=0)

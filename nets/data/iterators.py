@@ -24,7 +24,7 @@ from ..random import generator
 from .libsvm import TextReader, _path, _Spec, block_arrays, line_ranges, read_blocks
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter", "ResizeIter",
-           "PrefetchingIter"]
+           "PrefetchingIter", "Background"]
 
 
 class DataIter:
@@ -486,30 +486,101 @@ class ResizeIter(DataIter):
         return batch
 
 
-_END = object()  # the prefetching thread's "pass over" mark
+_END = object()  # a producer thread's "no more items" mark
 
 
-def _prefetch(iters, out, stop):
-    """Thread body: read one batch from each iterator, hand the list to ``out`` (a queue of
-    one), repeat until the pass ends, ``stop`` is set or an iterator raises (the exception
-    is handed over instead). It holds no reference to the ``PrefetchingIter``, so an
-    abandoned one can be collected (and its thread stopped by ``__del__``)."""
-    while not stop.is_set():
-        try:
-            batches = [next(it, None) for it in iters]
-            if all(b is None for b in batches):
-                item = _END
-            elif any(b is None for b in batches):
-                ended = [i for i, b in enumerate(batches) if b is None]
-                item = NetsError(f"PrefetchingIter: iterators {ended} ended before the "
-                                 f"others; the wrapped iterators must yield as many batches")
-            else:
-                item = batches
-        except Exception as e:  # handed to the consumer, raised there
-            item = e
-        out.put(item)
-        if item is _END or isinstance(item, Exception):
+class _Raised:
+    """An exception a producer thread hands over, to be raised by the consumer."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _produce(items, out, stop):
+    """Thread body of ``Background``: hand each item of the iterator ``items`` to the queue
+    ``out``, then ``_END``, or the exception it raised; stop early once ``stop`` is set. It
+    holds no reference to its ``Background``, so an abandoned one can be collected."""
+    try:
+        for item in items:
+            if stop.is_set():
+                return
+            out.put(item)
+        item = _END
+    except Exception as e:  # handed to the consumer, raised there
+        item = _Raised(e)
+    out.put(item)
+
+
+class Background:
+    """The items of ``iterable``, produced by a daemon thread ahead of the consumer:
+    iterating yields them in order; an exception the iterable raises is raised there, after
+    the items produced before it. At most ``ahead`` items wait for the consumer (None: no
+    bound, for a producer whose whole output fits in memory). ``close()`` stops the thread
+    after the item it is producing and drops the waiting ones. One pass only.
+
+    The thread starts at construction: the producer works while the caller prepares to
+    consume (a kernel that releases the GIL, such as the LibSVM parser, runs on another
+    core meanwhile)."""
+
+    def __init__(self, iterable, ahead=None, name="nets-background"):
+        if ahead is not None and (not isinstance(ahead, int) or ahead < 1):
+            raise NetsError(f"ahead={ahead!r}: expected a positive int or None")
+        self._queue, self._stop = queue.Queue(maxsize=ahead or 0), threading.Event()
+        self._thread = threading.Thread(target=_produce, args=(iter(iterable), self._queue,
+                                                               self._stop),
+                                        name=name, daemon=True)
+        self._thread.start()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._thread is None:
+            raise StopIteration
+        item = self._queue.get()
+        if item is _END or isinstance(item, _Raised):
+            self._thread.join()
+            self._thread = None
+            if item is _END:
+                raise StopIteration
+            raise item.error
+        return item
+
+    def close(self):
+        """Stop the thread (waiting for the item it is producing); iterating ends."""
+        thread, self._thread = self._thread, None
+        if thread is None:
             return
+        self._stop.set()
+        while thread.is_alive():  # free the queue's slots: a blocked put returns
+            try:
+                self._queue.get(timeout=0.01)
+            except queue.Empty:
+                pass
+        thread.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_thread", None) is not None:
+            self.close()
+
+
+def _rounds(iters):
+    """One batch of each iterator in ``iters`` at a time, until they all end."""
+    while True:
+        batches = [next(it, None) for it in iters]
+        if all(b is None for b in batches):
+            return
+        if any(b is None for b in batches):
+            ended = [i for i, b in enumerate(batches) if b is None]
+            raise NetsError(f"PrefetchingIter: iterators {ended} ended before the others; "
+                            f"the wrapped iterators must yield as many batches")
+        yield batches
 
 
 class PrefetchingIter(DataIter):
@@ -539,7 +610,7 @@ class PrefetchingIter(DataIter):
         self.provide_data = self._described("provide_data", self.rename_data)
         self.provide_label = self._described("provide_label", self.rename_label)
         self.batch_size = self.provide_data[0].shape[0] if self.provide_data else 0
-        self._thread = None
+        self._batches = None
         self._start()
 
     def _renames(self, renames, what):
@@ -568,25 +639,13 @@ class PrefetchingIter(DataIter):
         return out
 
     def _start(self):
-        self._queue, self._stop, self._done = queue.Queue(maxsize=1), threading.Event(), False
-        self._thread = threading.Thread(target=_prefetch, args=(self.iters, self._queue,
-                                                                self._stop),
-                                        name="nets-PrefetchingIter", daemon=True)
-        self._thread.start()
+        self._batches = Background(_rounds(self.iters), ahead=1, name="nets-PrefetchingIter")
 
     def close(self):
         """Stop the prefetching thread (waiting for a batch being read); the iterator yields
         nothing more until ``reset()``."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._stop.set()
-        try:  # the thread puts at most one more item after `stop`: free the slot for it
-            self._queue.get_nowait()
-        except queue.Empty:
-            pass
-        thread.join()
-        self._thread, self._done = None, True
+        if getattr(self, "_batches", None) is not None:
+            self._batches.close()
 
     def reset(self):
         self.close()
@@ -595,15 +654,9 @@ class PrefetchingIter(DataIter):
         self._start()
 
     def _next_batch(self):
-        if self._done:
+        item = next(self._batches, None)
+        if item is None:
             return None
-        item = self._queue.get()
-        if item is _END or isinstance(item, Exception):
-            self._thread.join()
-            self._thread, self._done = None, True
-            if item is _END:
-                return None
-            raise item
         pads = {b.pad for b in item}
         if len(pads) > 1:
             raise NetsError(f"PrefetchingIter: the iterators' batches have different pads "
@@ -620,5 +673,4 @@ class PrefetchingIter(DataIter):
         self.close()
 
     def __del__(self):
-        if getattr(self, "_thread", None) is not None:
-            self.close()
+        self.close()

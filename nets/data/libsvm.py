@@ -33,7 +33,7 @@ from ..arrays.dense import NDArray
 from ..parallel import get_num_threads, parallel_for, parallel_map
 from ..serialization import load_arrays, save_arrays, write_atomically
 
-__all__ = ["load_libsvm", "save_libsvm", "libsvm_width"]
+__all__ = ["load_libsvm", "save_libsvm", "libsvm_width", "libsvm_blocks"]
 
 LOAD_BLOCK = 256 << 20  # load_libsvm reads and parses the file in blocks of this many bytes
 PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all threads,
@@ -478,6 +478,35 @@ def _parsed_blocks(text, spec, path, block, progress=False):
             yield parsed
     if plain and read != text.st.st_size:
         raise NetsError(f"{path}: the file changed while being read")
+
+
+READ_BLOCK = 8 << 20  # libsvm_blocks' default block: a few training batches of rows
+
+
+def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ_BLOCK):
+    """The rows of the LibSVM file ``path`` as consecutive ``(X, y)`` blocks, front to back:
+    each block holds the whole lines of about ``block`` bytes of text, ``X`` a
+    ``CSRNDArray`` ``(rows, n_features)`` and ``y`` an ``NDArray`` of labels, both of
+    ``dtype``. The blocks joined are ``load_libsvm(path, n_features, zero_based, dtype)``'s
+    ``(X, y)``, value for value; a block is parsed when the caller asks for it, so the
+    caller can use the first block while the file is still being read.
+
+    ``n_features`` and ``zero_based`` (True or False) must be given: every block is read as
+    the whole file would be (an index out of range raises ``NetsError`` naming its line when
+    its block is parsed). ``path`` may be a stream or a compressed file, as for
+    ``load_libsvm``.
+    """
+    path = _path(path)
+    if zero_based not in (True, False):
+        raise NetsError(f"zero_based={zero_based!r}: expected True or False")
+    if n_features is None:
+        raise NetsError("n_features=None: libsvm_blocks needs the feature count")
+    if not isinstance(block, (int, np.integer)) or block < 1:
+        raise NetsError(f"block={block!r}: expected a positive number of bytes")
+    spec = _Spec(n_features, zero_based, dtype)
+    with TextReader(path) as text:
+        for parsed in _parsed_blocks(text, spec, path, int(block)):
+            yield block_arrays(parsed, spec, int(n_features))
 
 
 SCAN_BLOCK = 16 << 20  # libsvm_width reads and parses this many bytes at a time
