@@ -9,10 +9,13 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 - ``init``: only rank 0's values are sent, then every worker waits at a barrier.
 - ``push``: the arrays given for a key are compressed (if set, with residuals kept here,
   as the local store does), summed here, cut into shards and sent; the call returns
-  without waiting (MXNet's non-blocking push). A later ``pull``/``row_sparse_pull`` of
-  the key, a ``barrier`` or the states' save/load first waits for this worker's pushes:
-  under ``dist_sync`` a push completes when every worker pushed that round and the sum
-  was applied, so a pull after a push sees the round's update.
+  without waiting (MXNet's non-blocking push). A later ``pull`` of the key, a
+  ``barrier`` or the states' save/load first waits for this worker's pushes: under
+  ``dist_sync`` a push completes when every worker pushed that round and the sum was
+  applied, so a pull after a push sees the round's update.
+- ``row_sparse_pull`` (and its prefetch, ``_prefetch_rows``) is ordered on the servers:
+  each request carries the number of pushes of its key this worker made, and the server
+  answers once they are applied; the worker waits only when it takes the rows.
 - ``set_optimizer``: rank 0 sends a copy of the optimizer to the servers (its
   ``param_dict`` reduced to names and multipliers); each push carries the worker's
   ``rescale_grad`` and learning rate, which ``Trainer`` may change between steps.
@@ -30,7 +33,7 @@ from ..optim import Optimizer
 from ..optim.optimizer import Record
 from ..ops import add_n
 from ..ops.sparse_ops import unique_rows
-from .base import DIST_NAMES, KVStore, register
+from .base import DIST_NAMES, KVStore, Pending, register
 from .cluster import from_environment, gather
 from .compression import from_params
 from .server import pack_tree, unpack_tree
@@ -117,19 +120,20 @@ class DistKVStore(KVStore):
                          if not (keys is None or ks & keys)]
         gather([ref for _, ref in waiting], "push")
 
-    def _calls(self, method, requests, what):
-        """Call ``method`` once per server with the list of that server's requests:
-        ``requests`` is ``[(server, request)]``; returns each request's answer, in order."""
+    def _calls(self, method, requests, what, *args):
+        """Call ``method(*args, list)`` once per server with the list of that server's
+        requests: ``requests`` is ``[(server, request)]``; returns each request's answer,
+        in order."""
+        return _answers(self._start(method, requests, *args), len(requests), what)
+
+    def _start(self, method, requests, *args):
+        """The calls of ``_calls`` made, not waited for: ``[(server, [request numbers],
+        ObjectRef)]``."""
         by_server = {}
         for n, (server, request) in enumerate(requests):
             by_server.setdefault(server, []).append((n, request))
-        refs = [(server, getattr(self._servers[server], method).remote(
-            [r for _, r in batch])) for server, batch in by_server.items()]
-        answers = [None] * len(requests)
-        for (_, batch), got in zip(by_server.items(), gather(refs, what)):
-            for (n, _), answer in zip(batch, got):
-                answers[n] = answer
-        return answers
+        return [(server, [n for n, _ in batch], getattr(self._servers[server], method).remote(
+            *args, [r for _, r in batch])) for server, batch in by_server.items()]
 
     # -- primitives ------------------------------------------------------------------------
     def _init(self, pairs):
@@ -223,21 +227,33 @@ class DistKVStore(KVStore):
                 if o.stype != "row_sparse" or not ignore_sparse:
                     o[:] = value
 
-    def _pull_rows(self, triples):
+    def _start_pull_rows(self, triples):
+        """One call per server, each request carrying how many pushes of its key this
+        worker made: the server answers once those are applied (under ``dist_sync``:
+        their rounds completed), so the pull sees them without this worker waiting here.
+        ``wait()`` then surfaces those pushes' errors, takes the answers and fills the
+        outs."""
         for key, out, _ in triples:
             self._check_shape(key, out, self._known(key, "row_sparse_pull"),
                               "row_sparse_pull", "out")
-        self._wait_pushes([key for key, _, _ in triples])
         requests = []
         for key, _, row_ids in triples:
             layout = self._layouts[key]
             rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
-            requests += [(server, (key, ids)) for server, _, ids in layout.route(rows)]
-        shards = iter(self._calls("pull_rows", requests, "row_sparse_pull"))
-        for key, out, _ in triples:
-            layout = self._layouts[key]
-            out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
-                             layout.shape))
+            requests += [(server, (key, ids, self._rounds.get(key, 0)))
+                         for server, _, ids in layout.route(rows)]
+        calls = self._start("pull_rows", requests, self._rank)
+        keys = list(dict.fromkeys(key for key, _, _ in triples))
+
+        def finish():
+            what = f"row_sparse_pull of keys {keys}"
+            self._wait_pushes(keys)
+            shards = iter(_answers(calls, len(requests), what))
+            for key, out, _ in triples:
+                layout = self._layouts[key]
+                out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
+                                 layout.shape))
+        return Pending(finish)
 
     # -- optimizer and compression -------------------------------------------------------------
     def _to_servers(self, method, args, what):
@@ -314,6 +330,16 @@ class DistKVStore(KVStore):
                                               else r.stamps[lo:hi])
                 items[server][key] = (pack_tree(_cut_state(state, lo, hi)), rec)
         self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
+
+
+def _answers(calls, count, what):
+    """The answers of ``_start``'s calls, one per request in request order (``count``)."""
+    answers = [None] * count
+    got = gather([(server, ref) for server, _, ref in calls], what)
+    for (_, numbers, _), batch in zip(calls, got):
+        for n, answer in zip(numbers, batch):
+            answers[n] = answer
+    return answers
 
 
 def _cut_state(state, lo, hi):

@@ -10,7 +10,7 @@ from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n, retain
 from ..ops.sparse_ops import unique_rows
-from .base import KVStore, register
+from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
 from .updater import Updater
@@ -95,7 +95,8 @@ class LocalKVStore(KVStore):
                     continue
                 o[:] = self._values[key]
 
-    def _pull_rows(self, triples):
+    def _start_pull_rows(self, triples):
+        """The pull runs now (in process); the ``Pending`` has nothing left to do."""
         for key, out, _ in triples:
             self._check_shape(key, out, self._known(key, "row_sparse_pull"), "row_sparse_pull",
                               "out")
@@ -103,6 +104,7 @@ class LocalKVStore(KVStore):
             value = self._values[key]
             rows = unique_rows(row_ids.asnumpy(), value.shape[0], "row_sparse_pull", "row_ids")
             out._assign(rows_of(value, rows))
+        return Pending()
 
     # -- optimizer and compression -------------------------------------------------------------
     def set_optimizer(self, optimizer):

@@ -52,11 +52,13 @@ class _Round:
     ranks that pushed in the current round to their arrays, ``wanted`` counts those that
     asked for what the round changed; ``results`` holds, per round, those changes until
     each worker that asked took them; ``errors`` the failure of a round that raised when
-    applied (reported to every worker of that round)."""
+    applied (reported to every worker of that round). ``applied`` counts, per rank, the
+    pushes ``dist_async`` applied (or refused)."""
 
     def __init__(self):
         self.done, self.arrived, self.errors = 0, {}, {}
         self.wanted, self.results = 0, {}  # (results: round -> [changes, takers left])
+        self.applied = {}
 
 
 async def _wait(cond, predicate, timeout, describe):
@@ -145,12 +147,17 @@ class Server:
 
     async def _push_one(self, key, rank, round_no, packed, hyper, changed):
         array = unpack(packed)
-        if not self.sync:
-            if not self.updating:
-                raise NetsError("dist_async: a push is applied on arrival and needs an "
-                                "optimizer; call set_optimizer before pushing")
-            return _pack_changed(self._apply(key, [array], changed))
         state = self.rounds.setdefault(key, _Round())
+        if not self.sync:
+            try:
+                if not self.updating:
+                    raise NetsError("dist_async: a push is applied on arrival and needs an "
+                                    "optimizer; call set_optimizer before pushing")
+                return _pack_changed(self._apply(key, [array], changed))
+            finally:
+                async with self.changed:
+                    state.applied[rank] = state.applied.get(rank, 0) + 1
+                    self.changed.notify_all()
 
         def late():
             return (f"dist_sync: push of key {key!r} (round {round_no}) on server "
@@ -208,11 +215,29 @@ class Server:
             out.append(o.asnumpy())
         return out
 
-    def pull_rows(self, items):
-        """For each ``(key, local_ids)`` (sorted unique shard-local ids) of ``items``, those
-        rows of ``key``'s shard, packed row_sparse."""
+    async def pull_rows(self, rank, items):
+        """For each ``(key, local_ids, pushes)`` of ``items`` (sorted unique shard-local
+        ids), those rows of ``key``'s shard, packed row_sparse, answered once the first
+        ``pushes`` pushes of ``key`` by worker ``rank`` are applied (``dist_sync``: their
+        rounds completed, failed rounds included)."""
+        for key, _, pushes in items:
+            state = self.rounds.setdefault(key, _Round())
+            if self.sync:
+                def ready(state=state, pushes=pushes):
+                    return state.done >= pushes
+            else:
+                def ready(state=state, pushes=pushes):
+                    return state.applied.get(rank, 0) >= pushes
+
+            def late(state=state, key=key, pushes=pushes):
+                waiting = (f"workers {_missing(state.arrived, self.num_workers)} did not push"
+                           if self.sync else "the pushes did not arrive")
+                return (f"row_sparse_pull of key {key!r} on server {self.index}: worker "
+                        f"{rank}'s {pushes} pushes of the key were not applied within "
+                        f"{self.timeout:g} s (NETS_KV_TIMEOUT): {waiting}")
+            await _wait(self.changed, ready, self.timeout, late)
         out = []
-        for key, local_ids in items:
+        for key, local_ids, _ in items:
             value = self.store._known(key, "row_sparse_pull")
             shape = tuple(value.shape)
             o = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype),
