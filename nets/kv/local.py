@@ -69,7 +69,11 @@ class LocalKVStore(KVStore):
         if self._updater is not None:
             self._updater(key, merged, self._values[key])
         else:  # the sum replaces the value, in the sum's storage type (MXNet's)
-            self._values[key] = merged.copy() if len(arrays) == 1 else merged
+            held = self._values[key]
+            if held.stype == merged.stype == "default" and held.dtype == merged.dtype:
+                held[:] = merged  # (in place: the store's buffer is its own)
+            else:
+                self._values[key] = merged.copy() if len(arrays) == 1 else merged
         return merged
 
     def _changed(self, key, merged):

@@ -93,7 +93,7 @@ def _push(server, key, rank, round_no, packed, hyper, changed=False):
 
 
 def _pull(server, key):
-    return server.pull([key])[0]
+    return _run_one(server.pull(0, [(key, 0)]))[0]
 
 
 def _run(*coroutines):
