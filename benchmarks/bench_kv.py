@@ -22,6 +22,7 @@ and receives (counted by the worker at the store).
 Prints a table and one JSON line.
 
     python benchmarks/bench_kv.py [--reps 20] [--steps 60] [--quick] [--data-dir DIR]
+                                  [--transport-only]
 """
 import argparse
 import json
@@ -87,6 +88,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="W2's 20,000-row data")
     parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
                                                            "nets-bench-data"))
+    parser.add_argument("--transport-only", action="store_true",
+                        help="only the round trip, push+pull and row pull timings")
     args = parser.parse_args()
 
     address = cluster.start_local(object_store_memory=512 * 2**20)
@@ -133,7 +136,7 @@ def main():
     print(f"push+pull is {results['push_pull_over_shm']:.1f}x the shared-memory copy")
 
     ctr = {}
-    for store, workers, servers in CTR_RUNS:
+    for store, workers, servers in [] if args.transport_only else CTR_RUNS:
         ctr[f"{store}:{workers}x{servers}"] = _ctr(address, store, workers, servers, args)
     print(f"\nW2 CTR, batch {wl.W2['batch']} per worker, "
           f"{args.steps} timed steps each")

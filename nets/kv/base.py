@@ -4,7 +4,7 @@ backend registry and ``create``.
 The base class turns the API's calling conventions - one key or a list of keys, one array
 or a list of arrays per key (MXNet's values of several devices), int or str keys - into
 lists of ``(key, [arrays])`` pairs checked once, and hands them to the backend's four
-primitives: ``_init``, ``_push``, ``_pull`` and ``_pull_rows``. A backend (the local store,
+primitives: ``_init``, ``_push``, ``_pull`` and ``_start_pull_rows``. A backend (the local store,
 the Ray one of ``dist.py``) implements those and the optimizer methods.
 """
 import importlib
@@ -17,7 +17,7 @@ from ..base import NetsError
 from ..arrays.dense import NDArray
 from .shard import check_initializer
 
-__all__ = ["KVStore", "KVStoreBase", "create", "register", "DIST_NAMES"]
+__all__ = ["KVStore", "KVStoreBase", "Pending", "create", "register", "DIST_NAMES"]
 
 # MXNet's distributed store names: they need the Ray backend (``pip install nets[dist]``).
 DIST_NAMES = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync",
@@ -72,6 +72,19 @@ def _is_key(key):
 
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class Pending:
+    """A pull in flight: ``wait()`` completes it (once; later calls return at once)."""
+
+    def __init__(self, finish=None):
+        self._finish = finish
+
+    def wait(self):
+        """Complete the pull (a pull that ran when it started has nothing left to do)."""
+        finish, self._finish = self._finish, None
+        if finish is not None:
+            finish()
 
 
 class KVStore:
@@ -291,6 +304,19 @@ class KVStore:
         do not matter: each ``out`` becomes row_sparse holding the sorted unique rows (those
         of a row_sparse value that it does not hold stay absent). Give one ``row_ids``
         array per ``out`` array, or one for all the arrays of a key."""
+        self._start_pull_rows(self._rows_work(key, out, row_ids)).wait()
+
+    def _prefetch_rows(self, key, out, row_ids):
+        """Start ``row_sparse_pull(key, out=out, row_ids=row_ids)`` without waiting for it;
+        returns its ``Pending``: ``wait()`` fills the outs (raising what the pull raised,
+        naming the keys). A pending pull is ordered after this worker's pushes made
+        before it (it sees their updates, as ``row_sparse_pull`` at this point would) and
+        before those made after; one never waited for writes nothing and holds nothing
+        once dropped. ``Module.prepare`` prefetches the next batch's rows with it."""
+        return self._start_pull_rows(self._rows_work(key, out, row_ids))
+
+    def _rows_work(self, key, out, row_ids):
+        """``[(key, out, row_ids)]`` of ``row_sparse_pull``'s arguments, checked."""
         if out is None or row_ids is None:
             raise NetsError("row_sparse_pull: out and row_ids are required")
         pairs = self._pairs(key, out, "row_sparse_pull", "out")
@@ -314,7 +340,7 @@ class KVStore:
                     raise NetsError(f"row_sparse_pull: row_ids for key {k!r} must be a dense "
                                     f"NDArray, got {getattr(r, 'stype', type(r).__name__)}")
                 work.append((k, o, r))
-        self._pull_rows(work)
+        return work
 
     # -- what a backend implements -----------------------------------------------------------
     def _init(self, pairs):
@@ -344,8 +370,9 @@ class KVStore:
         """Fill each array of each ``(key, [outs])`` with the key's value."""
         raise NotImplementedError
 
-    def _pull_rows(self, triples):
-        """Fill each row_sparse ``out`` of ``(key, out, row_ids)`` with those rows."""
+    def _start_pull_rows(self, triples):
+        """Start filling each row_sparse ``out`` of ``(key, out, row_ids)`` with those rows;
+        returns a ``Pending`` whose ``wait()`` completes it (see ``_prefetch_rows``)."""
         raise NotImplementedError
 
     def set_optimizer(self, optimizer):

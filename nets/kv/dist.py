@@ -9,10 +9,13 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 - ``init``: only rank 0's values are sent, then every worker waits at a barrier.
 - ``push``: the arrays given for a key are compressed (if set, with residuals kept here,
   as the local store does), summed here, cut into shards and sent; the call returns
-  without waiting (MXNet's non-blocking push). A later ``pull``/``row_sparse_pull`` of
-  the key, a ``barrier`` or the states' save/load first waits for this worker's pushes:
-  under ``dist_sync`` a push completes when every worker pushed that round and the sum
-  was applied, so a pull after a push sees the round's update.
+  without waiting (MXNet's non-blocking push). A later ``pull`` of the key, a
+  ``barrier`` or the states' save/load first waits for this worker's pushes: under
+  ``dist_sync`` a push completes when every worker pushed that round and the sum was
+  applied, so a pull after a push sees the round's update.
+- ``row_sparse_pull`` (and its prefetch, ``_prefetch_rows``) is ordered on the servers:
+  each request carries the number of pushes of its key this worker made, and the server
+  answers once they are applied; the worker waits only when it takes the rows.
 - ``set_optimizer``: rank 0 sends a copy of the optimizer to the servers (its
   ``param_dict`` reduced to names and multipliers); each push carries the worker's
   ``rescale_grad`` and learning rate, which ``Trainer`` may change between steps.
@@ -21,6 +24,9 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 """
 import atexit
 import copy
+import os
+import secrets
+import weakref
 
 import numpy as np
 
@@ -30,11 +36,13 @@ from ..optim import Optimizer
 from ..optim.optimizer import Record
 from ..ops import add_n
 from ..ops.sparse_ops import unique_rows
-from .base import DIST_NAMES, KVStore, register
+from .base import DIST_NAMES, KVStore, Pending, register
 from .cluster import from_environment, gather
 from .compression import from_params
 from .server import pack_tree, unpack_tree
+from . import transport
 from .shard import Layout, big_bound, cut, join, pack, unpack
+from .transport import Pool
 from .updater import Updater
 
 __all__ = ["DistKVStore"]
@@ -70,7 +78,7 @@ class DistKVStore(KVStore):
         self._bound = big_bound()
         self._layouts = {}  # key -> Layout
         self._rounds = {}  # key -> pushes of the key by this worker
-        self._pending = []  # [(keys, (server, ObjectRef))]: push calls not yet waited for
+        self._pending = []  # [(keys, call)]: push calls (see ``_invoke``) not yet waited for
         self._barriers = 0
         self._optimizer = None
         self._compression = None
@@ -79,6 +87,9 @@ class DistKVStore(KVStore):
             gather([(i, s.set_sync.remote(sync)) for i, s in enumerate(self._servers)],
                    f"kv.create({name!r})")
         self.barrier()
+        self._pool = Pool() if transport.available() else None
+        self._near = [self._pool is not None and _shares_memory(s, i)
+                      for i, s in enumerate(self._servers)]
         atexit.register(self._wait_pushes)
 
     # -- description ---------------------------------------------------------------------
@@ -110,26 +121,51 @@ class DistKVStore(KVStore):
         """Wait for this worker's pushes of ``keys`` (all keys when None): every push call
         that carried one of them."""
         keys = None if keys is None else set(keys)
-        waiting = [(ks, ref) for ks, ref in self._pending if keys is None or ks & keys]
+        waiting = [(ks, call) for ks, call in self._pending if keys is None or ks & keys]
         if not waiting:
             return
-        self._pending = [(ks, ref) for ks, ref in self._pending
+        self._pending = [(ks, call) for ks, call in self._pending
                          if not (keys is None or ks & keys)]
-        gather([ref for _, ref in waiting], "push")
+        self._results([call for _, call in waiting], "push")
 
-    def _calls(self, method, requests, what):
-        """Call ``method`` once per server with the list of that server's requests:
-        ``requests`` is ``[(server, request)]``; returns each request's answer, in order."""
+    def _invoke(self, server, method, *args):
+        """Call ``method(*args)`` on ``server`` without waiting: a call ``(server,
+        ObjectRef, segments)``. A server on this machine gets the large arrays through
+        shared memory (``nets.kv.transport``; ``segments`` are the call's), another
+        through Ray's message (``segments`` None)."""
+        if not self._near[server]:
+            return server, getattr(self._servers[server], method).remote(*args), None
+        args, path, reply, segs = self._pool.request(args)
+        return server, self._servers[server].call.remote(method, args, path, reply), segs
+
+    def _results(self, calls, what, copy=True):
+        """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the
+        arrays of a nearby server's answer are views valid until the next call."""
+        try:
+            got = gather([(server, ref) for server, ref, _ in calls], what)
+        except Exception:
+            for _, _, segs in calls:
+                if segs is not None:
+                    self._pool.discard(segs)
+            raise
+        return [answer if segs is None else self._pool.answer(answer, segs, copy)
+                for (_, _, segs), answer in zip(calls, got)]
+
+    def _calls(self, method, requests, what, *args):
+        """Call ``method(*args, list)`` once per server with the list of that server's
+        requests: ``requests`` is ``[(server, request)]``; returns each request's answer,
+        in order."""
+        return self._answers(self._start(method, requests, *args), len(requests), what)
+
+    def _start(self, method, requests, *args):
+        """The calls of ``_calls`` made, not waited for: ``[([request numbers], call)]``
+        (``_invoke``'s calls)."""
         by_server = {}
         for n, (server, request) in enumerate(requests):
             by_server.setdefault(server, []).append((n, request))
-        refs = [(server, getattr(self._servers[server], method).remote(
-            [r for _, r in batch])) for server, batch in by_server.items()]
-        answers = [None] * len(requests)
-        for (_, batch), got in zip(by_server.items(), gather(refs, what)):
-            for (n, _), answer in zip(batch, got):
-                answers[n] = answer
-        return answers
+        return [([n for n, _ in batch], self._invoke(server, method, *args,
+                                                     [r for _, r in batch]))
+                for server, batch in by_server.items()]
 
     # -- primitives ------------------------------------------------------------------------
     def _init(self, pairs):
@@ -140,9 +176,10 @@ class DistKVStore(KVStore):
             items = {}
             for key, array in pairs:
                 for server, lo, hi in layouts[key].parts:
-                    items.setdefault(server, []).append((key, pack(cut(array, lo, hi))))
-            gather([(s, self._servers[s].init.remote(batch)) for s, batch in items.items()],
-                   "init")
+                    items.setdefault(server, []).append((key, pack(cut(array, lo, hi),
+                                                                   copy=False)))
+            self._results([self._invoke(s, "init", batch) for s, batch in items.items()],
+                          "init")
         self._layouts.update(layouts)
         self.barrier()
 
@@ -174,11 +211,10 @@ class DistKVStore(KVStore):
             for server, lo, hi in self._layouts[key].parts:
                 items = by_server.setdefault(server, [])
                 shards.append((lo, server, len(items)))
-                items.append((key, round_no, pack(cut(merged, lo, hi))))
+                items.append((key, round_no, pack(cut(merged, lo, hi), copy=False)))
             where.append(shards)
         calls = [(server, frozenset(k for k, _, _ in items),
-                  (server, self._servers[server].push.remote(self._rank, items, hyper,
-                                                             changed)))
+                  self._invoke(server, "push", self._rank, items, hyper, changed))
                  for server, items in by_server.items()]
         return calls, where
 
@@ -191,7 +227,7 @@ class DistKVStore(KVStore):
         self._check_push(pairs)
         calls, where = self._send(pairs, True)
         answers = dict(zip([server for server, _, _ in calls],
-                           gather([ref for _, _, ref in calls], "push")))
+                           self._results([call for _, _, call in calls], "push")))
         out = []
         for (key, _), shards in zip(pairs, where):
             got = [(lo, answers[server][at]) for lo, server, at in shards]
@@ -211,10 +247,13 @@ class DistKVStore(KVStore):
                 self._check_shape(key, o, layout, "pull", "out")
         wanted = [(key, outs) for key, outs in pairs
                   if not all(self._ignored(key, o, ignore_sparse) for o in outs)]
-        self._wait_pushes([key for key, _ in wanted])
-        values = iter(self._calls("pull", [(server, key) for key, _ in wanted
-                                           for server, _, _ in self._layouts[key].parts],
-                                  "pull"))
+        keys = [key for key, _ in wanted]
+        calls = self._start("pull", [(server, (key, self._rounds.get(key, 0)))
+                                     for key in keys
+                                     for server, _, _ in self._layouts[key].parts], self._rank)
+        self._wait_pushes(keys)  # (their errors; the servers order the pull after them)
+        values = iter(self._answers(calls, sum(len(self._layouts[k].parts) for k in keys),
+                                    f"pull of keys {keys}", copy=False))  # (copied below)
         for key, outs in wanted:
             layout = self._layouts[key]
             value = join([(lo, NDArray(next(values))) for _, lo, _ in layout.parts],
@@ -223,21 +262,52 @@ class DistKVStore(KVStore):
                 if o.stype != "row_sparse" or not ignore_sparse:
                     o[:] = value
 
-    def _pull_rows(self, triples):
+    def _start_pull_rows(self, triples):
+        """One call per server, each request carrying how many pushes of its key this
+        worker made: the server answers once those are applied (under ``dist_sync``:
+        their rounds completed), so the pull sees them without this worker waiting here.
+        ``wait()`` then surfaces those pushes' errors, takes the answers and fills the
+        outs."""
         for key, out, _ in triples:
             self._check_shape(key, out, self._known(key, "row_sparse_pull"),
                               "row_sparse_pull", "out")
-        self._wait_pushes([key for key, _, _ in triples])
         requests = []
         for key, _, row_ids in triples:
             layout = self._layouts[key]
             rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
-            requests += [(server, (key, ids)) for server, _, ids in layout.route(rows)]
-        shards = iter(self._calls("pull_rows", requests, "row_sparse_pull"))
-        for key, out, _ in triples:
-            layout = self._layouts[key]
-            out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
-                             layout.shape))
+            requests += [(server, (key, ids, self._rounds.get(key, 0)))
+                         for server, _, ids in layout.route(rows)]
+        calls = self._start("pull_rows", requests, self._rank)
+        keys = list(dict.fromkeys(key for key, _, _ in triples))
+
+        def finish():
+            abandon.detach()
+            what = f"row_sparse_pull of keys {keys}"
+            self._wait_pushes(keys)
+            shards = iter(self._answers(calls, len(requests), what))
+            for key, out, _ in triples:
+                layout = self._layouts[key]
+                out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
+                                 layout.shape))
+        pending = Pending(finish)
+        # a pull dropped unanswered: its segments are removed, never reused
+        abandon = weakref.finalize(pending, self._drop, [c for _, c in calls])
+        return pending
+
+    def _drop(self, calls):
+        for _, _, segs in calls:
+            if segs is not None:
+                self._pool.discard(segs)
+
+    def _answers(self, calls, count, what, copy=True):
+        """The answers of ``_start``'s calls, one per request in request order
+        (``count``; ``copy`` as for ``_results``)."""
+        answers = [None] * count
+        for (numbers, _), batch in zip(calls, self._results([c for _, c in calls], what,
+                                                            copy)):
+            for n, answer in zip(numbers, batch):
+                answers[n] = answer
+        return answers
 
     # -- optimizer and compression -------------------------------------------------------------
     def _to_servers(self, method, args, what):
@@ -314,6 +384,22 @@ class DistKVStore(KVStore):
                                               else r.stamps[lo:hi])
                 items[server][key] = (pack_tree(_cut_state(state, lo, hi)), rec)
         self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
+
+
+def _shares_memory(server, index):
+    """Whether ``server`` (index ``index``) sees this machine's shared memory: it reads
+    back a file this worker wrote there (``Server.sees``)."""
+    token = secrets.token_hex(16)
+    path = os.path.join(transport.FOLDER, f"{transport.PREFIX}probe-{token}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        try:
+            os.write(fd, token.encode())
+        finally:
+            os.close(fd)
+        return bool(gather([(index, server.sees.remote(path, token))], "kv.create")[0])
+    finally:
+        os.unlink(path)
 
 
 def _cut_state(state, lo, hi):

@@ -10,7 +10,7 @@ from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n, retain
 from ..ops.sparse_ops import unique_rows
-from .base import KVStore, register
+from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
 from .updater import Updater
@@ -69,7 +69,11 @@ class LocalKVStore(KVStore):
         if self._updater is not None:
             self._updater(key, merged, self._values[key])
         else:  # the sum replaces the value, in the sum's storage type (MXNet's)
-            self._values[key] = merged.copy() if len(arrays) == 1 else merged
+            held = self._values[key]
+            if held.stype == merged.stype == "default" and held.dtype == merged.dtype:
+                held[:] = merged  # (in place: the store's buffer is its own)
+            else:
+                self._values[key] = merged.copy() if len(arrays) == 1 else merged
         return merged
 
     def _changed(self, key, merged):
@@ -95,7 +99,8 @@ class LocalKVStore(KVStore):
                     continue
                 o[:] = self._values[key]
 
-    def _pull_rows(self, triples):
+    def _start_pull_rows(self, triples):
+        """The pull runs now (in process); the ``Pending`` has nothing left to do."""
         for key, out, _ in triples:
             self._check_shape(key, out, self._known(key, "row_sparse_pull"), "row_sparse_pull",
                               "out")
@@ -103,6 +108,7 @@ class LocalKVStore(KVStore):
             value = self._values[key]
             rows = unique_rows(row_ids.asnumpy(), value.shape[0], "row_sparse_pull", "row_ids")
             out._assign(rows_of(value, rows))
+        return Pending()
 
     # -- optimizer and compression -------------------------------------------------------------
     def set_optimizer(self, optimizer):

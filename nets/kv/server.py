@@ -24,6 +24,7 @@ from ..arrays.row_sparse import RowSparseNDArray
 from ..optim.optimizer import Record
 from .local import LocalKVStore
 from .shard import generate, pack, unpack
+from .transport import Maps
 from .updater import Updater
 
 __all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
@@ -52,11 +53,13 @@ class _Round:
     ranks that pushed in the current round to their arrays, ``wanted`` counts those that
     asked for what the round changed; ``results`` holds, per round, those changes until
     each worker that asked took them; ``errors`` the failure of a round that raised when
-    applied (reported to every worker of that round)."""
+    applied (reported to every worker of that round). ``applied`` counts, per rank, the
+    pushes ``dist_async`` applied (or refused)."""
 
     def __init__(self):
         self.done, self.arrived, self.errors = 0, {}, {}
         self.wanted, self.results = 0, {}  # (results: round -> [changes, takers left])
+        self.applied = {}
 
 
 async def _wait(cond, predicate, timeout, describe):
@@ -83,6 +86,7 @@ class Server:
 
     def __init__(self, index, num_workers, timeout):
         self.index = index
+        self.maps = Maps()
         self.reset(num_workers, timeout)
 
     def reset(self, num_workers, timeout):
@@ -94,6 +98,31 @@ class Server:
         self.updating = False  # whether pushes update (set_optimizer or set_updater)
         self.rounds = {}
         self.changed = asyncio.Condition()
+
+    # the methods a worker on this machine calls through ``call``
+    BULK = frozenset({"init", "init_generated", "push", "pull", "pull_rows"})
+
+    async def call(self, method, args, path, reply):
+        """``method(*args)`` (one of ``BULK``) for a worker on this machine: the large
+        arrays of ``args`` are read from the shared-memory segment ``path`` and those of
+        the answer written into the segment ``reply`` (``nets.kv.transport``)."""
+        if method not in self.BULK:
+            raise NetsError(f"server call: {method!r} is not one of {sorted(self.BULK)}")
+        method = "_values" if method == "pull" else method  # (copied into ``reply``)
+        result = getattr(self, method)(*self.maps.unstage(args, path))
+        if asyncio.iscoroutine(result):
+            result = await result
+        return self.maps.stage_into(result, reply)
+
+    @staticmethod
+    def sees(path, token):
+        """Whether the file ``path`` holds ``token``: a worker's test that this server
+        shares its machine's memory."""
+        try:
+            with open(path, "rb") as f:
+                return f.read() == token.encode()
+        except OSError:
+            return False
 
     def set_sync(self, sync):
         """``dist_sync`` (True: rounds) or ``dist_async`` (False: applied on arrival)."""
@@ -145,12 +174,17 @@ class Server:
 
     async def _push_one(self, key, rank, round_no, packed, hyper, changed):
         array = unpack(packed)
-        if not self.sync:
-            if not self.updating:
-                raise NetsError("dist_async: a push is applied on arrival and needs an "
-                                "optimizer; call set_optimizer before pushing")
-            return _pack_changed(self._apply(key, [array], changed))
         state = self.rounds.setdefault(key, _Round())
+        if not self.sync:
+            try:
+                if not self.updating:
+                    raise NetsError("dist_async: a push is applied on arrival and needs an "
+                                    "optimizer; call set_optimizer before pushing")
+                return _pack_changed(self._apply(key, [array], changed))
+            finally:
+                async with self.changed:
+                    state.applied[rank] = state.applied.get(rank, 0) + 1
+                    self.changed.notify_all()
 
         def late():
             return (f"dist_sync: push of key {key!r} (round {round_no}) on server "
@@ -198,21 +232,56 @@ class Server:
         self.store.push(key, arrays)
         return None
 
-    def pull(self, keys):
-        """The dense value of each of ``keys``' shards (numpy arrays)."""
+    async def pull(self, rank, items):
+        """For each ``(key, pushes)`` of ``items``, the dense value of ``key``'s shard (a
+        numpy array) once the first ``pushes`` pushes of ``key`` by worker ``rank`` are
+        applied (``_after``)."""
+        return [np.array(v) for v in await self._values(rank, items)]
+
+    async def _values(self, rank, items):
+        """``pull``'s arrays as views of the held values (a row_sparse one densified),
+        valid until the next push."""
+        for key, pushes in items:
+            await self._after("pull", rank, key, pushes)
         out = []
-        for key in keys:
+        for key, _ in items:
             value = self.store._known(key, "pull")
+            if value.stype == "default":
+                out.append(value._np)
+                continue
             o = NDArray(aligned.empty(value.shape, value.dtype))
             self.store.pull(key, out=o, ignore_sparse=False)
             out.append(o.asnumpy())
         return out
 
-    def pull_rows(self, items):
-        """For each ``(key, local_ids)`` (sorted unique shard-local ids) of ``items``, those
-        rows of ``key``'s shard, packed row_sparse."""
+    async def _after(self, what, rank, key, pushes):
+        """Return once the first ``pushes`` pushes of ``key`` by worker ``rank`` are
+        applied (``dist_sync``: their rounds completed, failed rounds included): a pull
+        sent right after a push sees it."""
+        state = self.rounds.setdefault(key, _Round())
+        if self.sync:
+            def ready():
+                return state.done >= pushes
+        else:
+            def ready():
+                return state.applied.get(rank, 0) >= pushes
+
+        def late():
+            waiting = (f"workers {_missing(state.arrived, self.num_workers)} did not push"
+                       if self.sync else "the pushes did not arrive")
+            return (f"{what} of key {key!r} on server {self.index}: worker {rank}'s {pushes} "
+                    f"pushes of the key were not applied within {self.timeout:g} s "
+                    f"(NETS_KV_TIMEOUT): {waiting}")
+        await _wait(self.changed, ready, self.timeout, late)
+
+    async def pull_rows(self, rank, items):
+        """For each ``(key, local_ids, pushes)`` of ``items`` (sorted unique shard-local
+        ids), those rows of ``key``'s shard, packed row_sparse, answered once the first
+        ``pushes`` pushes of ``key`` by worker ``rank`` are applied (``_after``)."""
+        for key, _, pushes in items:
+            await self._after("row_sparse_pull", rank, key, pushes)
         out = []
-        for key, local_ids in items:
+        for key, local_ids, _ in items:
             value = self.store._known(key, "row_sparse_pull")
             shape = tuple(value.shape)
             o = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype),

@@ -67,11 +67,20 @@ class Layout:
         return out
 
 
-def pack(array):
-    """A picklable description of a dense or row_sparse ``array`` (numpy buffers)."""
+def pack(array, copy=True):
+    """A picklable description of a dense or row_sparse ``array`` (numpy buffers): copies,
+    or with ``copy=False`` views of the array's buffers, for a caller that serializes the
+    description before the array can change (a call's arguments, which Ray serializes
+    when the call is made)."""
     if array.stype == "row_sparse":
-        return ("row_sparse", array.data.asnumpy(), array.indices.asnumpy(), array.shape)
-    return ("default", array.asnumpy())
+        data, indices = array._data, array._indices
+    else:
+        data, indices = array._np, None
+    if copy:
+        data, indices = data.copy(), None if indices is None else indices.copy()
+    if indices is not None:
+        return ("row_sparse", data, indices, array.shape)
+    return ("default", data)
 
 
 def _own(a):

@@ -98,6 +98,7 @@ class Module(BaseModule):
         self._fixed = set(fixed_param_names or ())
         self._exec = self._optimizer = self._preload = None
         self._kvstore, self._update_on_kvstore = None, False
+        self._rows_pending = None  # prepare's pull of a batch's rows, until they are used
         self._states = {}
         self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
@@ -221,6 +222,7 @@ class Module(BaseModule):
     def _param_value(self, i, name):
         """A copy of parameter ``name``: a row_sparse weight that the store updates holds
         only the rows last pulled, so its every row comes from the store."""
+        self._take_rows()
         arr = self._exec.arg_dict[name]
         if not (self._update_on_kvstore and arr.stype == "row_sparse"):
             return arr.copy()
@@ -266,6 +268,7 @@ class Module(BaseModule):
                             f"nets.optim.Optimizer, got {type(optimizer).__name__}")
         self._optimizer, self._states = optimizer, {}
         self._kvstore, self._update_on_kvstore = store, store is not None
+        self._rows_pending = None
         if store is not None:
             store.set_optimizer(optimizer)
             if self._compression_params is not None:
@@ -280,22 +283,41 @@ class Module(BaseModule):
     def prepare(self, data_batch, sparse_row_id_fn=None):
         """Pull from the store the rows of row_sparse weights that ``data_batch`` needs:
         ``sparse_row_id_fn(data_batch)`` returns ``{parameter name: row ids}``. Without a
-        store that updates the weights every row is present, and there is nothing to do."""
+        store that updates the weights every row is present, and there is nothing to do.
+
+        The pull is started, not waited for (MXNet's engine runs it in the background):
+        the rows are taken when the weights are next used - ``forward``, ``update``,
+        ``get_params`` - and a distributed store orders it after this worker's pushes
+        made before the call, so it sees the same rows a blocking pull here would. A
+        second ``prepare`` with a ``sparse_row_id_fn`` before that use replaces the first,
+        whose rows are dropped unwritten; an error of the pull is raised at the use,
+        naming the keys."""
         self._need("binded", "prepare()")
         if sparse_row_id_fn is None or not self._update_on_kvstore:
             return
+        self._rows_pending = None
         row_ids = sparse_row_id_fn(data_batch)
         if not isinstance(row_ids, dict):
             raise NetsError(f"prepare: sparse_row_id_fn must return a dict {{parameter name: "
                             f"row ids}}, got {type(row_ids).__name__}")
+        keys, outs, ids_list = [], [], []
         for name, ids in row_ids.items():
             if name not in self._param_names:
                 raise NetsError(f"prepare: sparse_row_id_fn names {name!r}, which is not a "
                                 f"parameter of the module {self._param_names}")
             weight = self._exec.arg_dict[name]
             if weight.stype == "row_sparse":
-                self._kvstore.row_sparse_pull(self._param_names.index(name), out=weight,
-                                              row_ids=ids)
+                keys.append(self._param_names.index(name))
+                outs.append(weight)
+                ids_list.append(ids)
+        if keys:
+            self._rows_pending = self._kvstore._prefetch_rows(keys, outs, ids_list)
+
+    def _take_rows(self):
+        """Wait for ``prepare``'s pull (if one is pending): the weights hold its rows."""
+        pending, self._rows_pending = self._rows_pending, None
+        if pending is not None:
+            pending.wait()
 
     def save_optimizer_states(self, fname):
         """Save the optimizer's states and counters (sparse states stay sparse)."""
@@ -322,6 +344,7 @@ class Module(BaseModule):
         optional when predicting). ``is_train`` defaults to ``for_training``. A batch of
         other shapes rebinds (parameters are shared)."""
         self._need("binded", "forward()")
+        self._take_rows()
         is_train = self.for_training if is_train is None else is_train
         data = list(data_batch.data)
         if len(data) != len(self._data_names):
@@ -352,6 +375,7 @@ class Module(BaseModule):
         """Apply the optimizer to every parameter that has a gradient (lazily, by rows,
         for row_sparse gradients)."""
         self._need("optimizer_initialized", "update()")
+        self._take_rows()
         exe, opt = self._exec, self._optimizer
         items = [(i, exe.grad_dict[n], exe.arg_dict[n]) for i, n in enumerate(self._param_names)
                  if exe.grad_dict.get(n) is not None]

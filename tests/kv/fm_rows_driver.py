@@ -23,7 +23,7 @@ log = {"pulls": [], "answers": []}
 summary = {"prepare": [], "full_prepares": 0, "changed": []}
 last_batch = [None]
 
-_prepare, _pull_rows, _push_changed = (Module.prepare, LocalKVStore._pull_rows,
+_prepare, _pull_rows, _push_changed = (Module.prepare, LocalKVStore._start_pull_rows,
                                        LocalKVStore._push_changed)
 
 
@@ -43,8 +43,9 @@ def prepare(self, data_batch, sparse_row_id_fn=None):
 
 
 def pull_rows(self, triples):
-    _pull_rows(self, triples)
+    pending = _pull_rows(self, triples)  # (the local store pulls at once)
     log["pulls"] += [out.indices.asnumpy() for _, out, _ in triples]
+    return pending
 
 
 def push_changed(self, pairs):
@@ -56,8 +57,8 @@ def push_changed(self, pairs):
     return answers
 
 
-Module.prepare, LocalKVStore._pull_rows, LocalKVStore._push_changed = (prepare, pull_rows,
-                                                                        push_changed)
+Module.prepare, LocalKVStore._start_pull_rows, LocalKVStore._push_changed = (
+    prepare, pull_rows, push_changed)
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 print("ROWS " + json.dumps(summary))

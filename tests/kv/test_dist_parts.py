@@ -93,7 +93,7 @@ def _push(server, key, rank, round_no, packed, hyper, changed=False):
 
 
 def _pull(server, key):
-    return server.pull([key])[0]
+    return _run_one(server.pull(0, [(key, 0)]))[0]
 
 
 def _run(*coroutines):
@@ -222,11 +222,51 @@ def test_server_states_round_trip_and_rows():
     for s in (server, other):  # the same second update from the same states
         _run_one(_push(s, 0, 0, 1 if s is server else 0, pack(grad), (1.0, 0.1)))
     np.testing.assert_array_equal(_pull(server, 0), _pull(other, 0))
-    rows = unpack(server.pull_rows([(0, np.array([1, 3]))])[0])
+    rows = unpack(_run_one(server.pull_rows(0, [(0, np.array([1, 3]), 0)]))[0])
     np.testing.assert_array_equal(rows.indices.asnumpy(), [1, 3])
     np.testing.assert_array_equal(rows.data.asnumpy(), _pull(server, 0)[[1, 3]])
     with pytest.raises(NetsError, match="key 5 has not been initialized"):
         _pull(server, 5)
+
+
+def _rows(server, rank, key, ids, pushes):
+    return server.pull_rows(rank, [(key, np.array(ids), pushes)])
+
+
+def test_a_pull_of_rows_waits_for_the_rounds_of_the_pushes_before_it():
+    """A row pull sent before the pushes it follows are applied (a prefetch) answers with
+    the rows after them; one that follows no push answers at once, with the rows before."""
+    server = Server(0, num_workers=2, timeout=5)
+    start = np.arange(8, dtype=np.float32).reshape(4, 2)
+    server.init([(0, pack(nets.nd.array(start)))])
+    g0, g1 = np.full((4, 2), 1, np.float32), np.full((4, 2), 3, np.float32)
+    before, after, _, _ = _run(_rows(server, 0, 0, [1, 3], 0), _rows(server, 0, 0, [1, 3], 1),
+                               _push(server, 0, 1, 0, pack(nets.nd.array(g1)), None),
+                               _push(server, 0, 0, 0, pack(nets.nd.array(g0)), None))
+    for answer, expected in ((before, start), (after, g0 + g1)):  # (no optimizer: the sum)
+        rows = unpack(answer[0])
+        np.testing.assert_array_equal(rows.indices.asnumpy(), [1, 3])
+        np.testing.assert_array_equal(rows.data.asnumpy(), expected[[1, 3]])
+
+
+def test_a_pull_of_rows_under_async_waits_for_this_workers_pushes():
+    server = Server(0, num_workers=2, timeout=5)
+    server.set_sync(False)
+    server.init([(0, pack(nets.nd.ones((3, 2))))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
+    grad = np.full((3, 2), 0.25, np.float32)
+    answer, _ = _run(_rows(server, 1, 0, [0, 2], 1),
+                     _push(server, 0, 1, 0, pack(nets.nd.array(grad)), (1.0, 1.0)))
+    np.testing.assert_array_equal(unpack(answer[0]).data.asnumpy(), np.full((2, 2), 0.75))
+
+
+def test_a_pull_of_rows_after_a_missing_round_times_out_naming_the_key_and_workers():
+    server = Server(1, num_workers=2, timeout=0.2)
+    server.init([("t", pack(nets.nd.zeros((3, 2))))])
+    with pytest.raises(NetsError) as e:
+        _run_one(_rows(server, 0, "t", [0], 1))
+    assert "row_sparse_pull of key 't' on server 1" in str(e.value)
+    assert "workers [0, 1] did not push" in str(e.value) and "NETS_KV_TIMEOUT" in str(e.value)
 
 
 def test_import_nets_does_not_import_ray():

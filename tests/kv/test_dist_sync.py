@@ -28,6 +28,7 @@ def _module(name):
 
 train = _module("train")
 async_trainer = _module("async_trainer")
+prefetch = _module("prefetch")
 
 
 def _ok(codes, out, workers):
@@ -89,6 +90,38 @@ def test_dist_states_saved_then_loaded_locally_continue_identically(dist_cluster
     straight = train.params(_local(1, 5))
     for i, value in enumerate(straight):
         np.testing.assert_array_equal(resumed[i], value, err_msg=str(i))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_prepare_prefetches_the_rows_with_the_results_of_a_blocking_pull(dist_cluster,
+                                                                         tmp_path, workers):
+    """Module.prepare's pull left in flight until the next forward gives every worker the
+    weights a pull taken at once gives, bit for bit (a prepare never used in between), and
+    one worker's equal a local store's run; the worker also checks that a prefetch right
+    after a non-blocking push sees the push's round, and that a dropped one writes
+    nothing."""
+    for mode in ("blocking", "prefetch"):
+        out = _ok(*dist_cluster.run("prefetch.py", workers, args=(mode, tmp_path)), workers)
+    assert out.count(" ok") == workers, out
+    for rank in range(workers):
+        got, expected = np.load(tmp_path / f"prefetch{rank}.npz"), \
+            np.load(tmp_path / f"blocking{rank}.npz")
+        for name in ("weight", "bias"):
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{rank} {name}")
+    if workers == 1:
+        local = tmp_path / "local"
+        local.mkdir()
+        kv = nets.kv.create("local")
+        prefetch.train(kv, "prefetch", str(local))
+        here = np.load(local / "prefetch0.npz")
+        for name in ("weight", "bias"):
+            np.testing.assert_array_equal(here[name], got[name], err_msg=name)
+
+
+def test_an_error_of_a_prefetched_pull_is_raised_where_the_rows_are_taken(dist_cluster):
+    codes, out = dist_cluster.run("prefetch.py", 2, args=("timeout", "-"), timeout=4)
+    assert codes == [0, 0], out
+    assert "[0] USE SITE: " in out and "key 5" in out and "NETS_KV_TIMEOUT" in out, out
 
 
 def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster):

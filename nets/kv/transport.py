@@ -1,0 +1,245 @@
+"""The same-machine path of a distributed store's bulk calls: arrays in shared memory,
+the call itself through Ray.
+
+Ray moves a call's arguments and answer through its RPC layer (or its object store): for
+arrays of megabytes that costs many times a memory copy. When a worker and a server run
+on the same machine, a call's large numpy arrays (``STAGE_BYTES`` or more) travel instead
+through files of the shared-memory file system (``/dev/shm``, mode 0600, names
+``nets-kv-<random>``) owned by the worker:
+
+- the worker writes the request's large arrays into one of its segments and replaces
+  each by a ``_Staged(offset, shape, dtype)`` in the message (``Pool.request``); the
+  server views them in place (``Maps.unstage``) during the call;
+- the worker names a second segment for the answer; the server writes the answer's large
+  arrays there (growing the file when it is too small: ``Maps.stage_into``) and answers the
+  message with ``_Staged`` entries, which the worker reads back (``Pool.answer``).
+
+A segment is the worker's: it is busy from the call until the worker has read the answer
+(then reused by later calls, its pages already allocated), and removed when the call
+fails, when the pull that carried it is dropped unanswered (the server may still write
+into it, so it is never reused), and at the worker's exit. Calls to a server on another
+machine carry their arrays in the message, as Ray does.
+"""
+import atexit
+import mmap
+import os
+import secrets
+import weakref
+
+import numpy as np
+
+from ..arrays import aligned
+
+__all__ = ["STAGE_BYTES", "Pool", "Maps", "available"]
+
+STAGE_BYTES = 64 * 1024  # arrays from this size go through the segments
+FOLDER = "/dev/shm"
+PREFIX = "nets-kv-"
+_ALIGN = 64
+
+
+class _Staged:
+    """Where a staged array lies in its segment."""
+
+    __slots__ = ("offset", "shape", "dtype")
+
+    def __init__(self, offset, shape, dtype):
+        self.offset, self.shape, self.dtype = offset, shape, dtype
+
+    def __reduce__(self):
+        return _Staged, (self.offset, self.shape, self.dtype)
+
+
+def available():
+    """Whether this machine has the shared-memory folder."""
+    return os.path.isdir(FOLDER) and os.access(FOLDER, os.W_OK)
+
+
+def _walk(obj, leaf):
+    """``obj`` (nested lists, tuples and dicts) with each leaf replaced by ``leaf(it)``."""
+    if isinstance(obj, list):
+        return [_walk(o, leaf) for o in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(o, leaf) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _walk(v, leaf) for k, v in obj.items()}
+    return leaf(obj)
+
+
+def _big(obj):
+    return isinstance(obj, np.ndarray) and obj.nbytes >= STAGE_BYTES and not obj.dtype.hasobject
+
+
+def _layout(obj):
+    """``(total bytes, {id(array): offset})`` of ``obj``'s large arrays, each aligned."""
+    offsets, total = {}, 0
+
+    def visit(o):
+        nonlocal total
+        if _big(o) and id(o) not in offsets:
+            offsets[id(o)] = total
+            total += -(-o.nbytes // _ALIGN) * _ALIGN
+        return o
+    _walk(obj, visit)
+    return total, offsets
+
+
+def _write(obj, buf, offsets):
+    def put(o):
+        if not _big(o):
+            return o
+        at = offsets[id(o)]
+        np.copyto(np.frombuffer(buf, o.dtype, o.size, at).reshape(o.shape), o)
+        return _Staged(at, o.shape, o.dtype.str)
+    return _walk(obj, put)
+
+
+def _read(obj, buf, copy=True):
+    """``obj`` with each ``_Staged`` entry replaced by its array in ``buf``: a fresh
+    aligned copy, or (``copy=False``) a writable view of ``buf``."""
+    def get(o):
+        if not isinstance(o, _Staged):
+            return o
+        dtype = np.dtype(o.dtype)
+        view = np.frombuffer(buf, dtype, int(np.prod(o.shape, dtype=np.int64)),
+                             o.offset).reshape(o.shape)
+        return aligned.copy(view) if copy else view
+    return _walk(obj, get)
+
+
+class _Segment:
+    """One file of the pool, mapped while it is in the pool."""
+
+    def __init__(self):
+        self.path = os.path.join(FOLDER, PREFIX + secrets.token_hex(12))
+        self.fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        self.size, self.map = 0, None
+
+    def fit(self, nbytes):
+        """Make the file at least ``nbytes`` long and map all of it."""
+        size = os.fstat(self.fd).st_size
+        if size < nbytes:
+            os.ftruncate(self.fd, nbytes)
+            size = nbytes
+        if size != self.size:
+            if self.map is not None:
+                self.map.close()
+            self.map, self.size = mmap.mmap(self.fd, size), size
+
+    def remove(self):
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        os.close(self.fd)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class Pool:
+    """A worker's segments: ``call`` stages a request and names its answer's segment;
+    ``answer`` reads the answer back and returns both to the pool."""
+
+    def __init__(self):
+        self._free, self._all = [], set()
+        atexit.register(self.close)
+
+    def _take(self, nbytes):
+        seg = max(self._free, key=lambda s: s.size) if self._free else _Segment()
+        if seg in self._free:
+            self._free.remove(seg)
+        self._all.add(seg)
+        if nbytes:
+            seg.fit(nbytes)
+        return seg
+
+    def request(self, args):
+        """``(args with large arrays staged, request path or None, reply segment,
+        segments)``: what a call to a server on this machine sends."""
+        total, offsets = _layout(args)
+        segs = []
+        path = None
+        if total:
+            seg = self._take(total)
+            args, path = _write(args, seg.map, offsets), seg.path
+            segs.append(seg)
+        reply = self._take(0)
+        segs.append(reply)
+        return args, path, reply.path, segs
+
+    def answer(self, got, segs, copy=True):
+        """``got`` (a server's answer) with its staged arrays read from the reply segment
+        (copies, or with ``copy=False`` views valid until the pool's next call), the
+        call's segments returned to the pool."""
+        reply = segs[-1]
+        if _has_staged(got):
+            reply.fit(0)  # (the server may have grown it)
+            got = _read(got, reply.map, copy)
+        self._free += segs
+        return got
+
+    def discard(self, segs):
+        """Remove the segments of a call that failed or whose answer is dropped."""
+        for seg in segs:
+            self._all.discard(seg)
+            seg.remove()
+
+    def abandon_later(self, owner, segs):
+        """Remove ``segs`` when ``owner`` is collected unless ``detach()`` of the returned
+        finalizer came first."""
+        return weakref.finalize(owner, self.discard, segs)
+
+    def close(self):
+        for seg in list(self._all):
+            self.discard([seg])
+        self._free = []
+
+
+def _has_staged(obj):
+    found = []
+    _walk(obj, lambda o: found.append(o) if isinstance(o, _Staged) else o)
+    return bool(found)
+
+
+class Maps:
+    """A server's mappings of the segments workers name, kept between calls (mapping a
+    file again costs a page fault per page touched); at most ``keep`` of them, the
+    least recently used dropped first (a dropped mapping lives on while arrays view it)."""
+
+    def __init__(self, keep=16):
+        self.keep, self._maps = keep, {}
+
+    def get(self, path, nbytes=0):
+        """The mapping of the whole segment ``path``, grown to ``nbytes`` first if it is
+        shorter."""
+        held = self._maps.pop(path, None)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if size < nbytes:
+                os.ftruncate(fd, nbytes)
+                size = nbytes
+            if held is None or len(held) != size:
+                held = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self._maps[path] = held
+        while len(self._maps) > self.keep:
+            self._maps.pop(next(iter(self._maps)))
+        return held
+
+    def unstage(self, args, path):
+        """The server's side of a request: ``args`` with its staged arrays as writable
+        views of the segment ``path``, valid during the call (the worker reuses the
+        segment only after the answer)."""
+        return args if path is None else _read(args, self.get(path), copy=False)
+
+    def stage_into(self, result, path):
+        """The server's side of an answer: ``result`` with its large arrays written into
+        the segment ``path`` (grown when too small) and replaced by ``_Staged``
+        entries."""
+        total, offsets = _layout(result)
+        if path is None or not total:
+            return result
+        return _write(result, self.get(path, total), offsets)

@@ -1,0 +1,62 @@
+"""The same-machine path of the distributed store's calls (``nets.kv.transport``), driven
+without Ray: a worker's ``Pool`` and a server's ``Maps`` in one process. Expected values
+are the arrays sent."""
+import gc
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from nets.kv import transport
+from nets.kv.transport import STAGE_BYTES, Maps, Pool
+
+pytestmark = pytest.mark.skipif(not transport.available(), reason="no /dev/shm")
+
+
+def _big(seed, rows=700):
+    return np.random.default_rng(seed).standard_normal((rows, 64)).astype(np.float32)
+
+
+def test_a_call_round_trips_its_large_arrays_and_keeps_small_ones_in_the_message():
+    pool, maps = Pool(), Maps()
+    try:
+        big, small = _big(0), np.arange(5, dtype=np.int64)
+        assert big.nbytes >= STAGE_BYTES > small.nbytes
+        args, path, reply, segs = pool.request(([("default", big)], {"ids": small}, 3))
+        staged = args[0][0][1]
+        assert isinstance(staged, transport._Staged) and args[1]["ids"] is small
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        got = maps.unstage(args, path)
+        np.testing.assert_array_equal(got[0][0][1], big)
+        assert got[0][0][1].flags.writeable and got[2] == 3
+        answer = [("default", big * 2), small]  # larger than the reply segment: it grows
+        back = pool.answer(maps.stage_into(answer, reply), segs)
+        np.testing.assert_array_equal(back[0][1], big * 2)
+        assert back[1] is small
+        # the segments return to the pool: the next call reuses them, no new file
+        before = set(os.listdir(transport.FOLDER))
+        args, path2, reply2, segs2 = pool.request(([("default", _big(1))],))
+        assert {path2, reply2} == {path, reply}
+        assert set(os.listdir(transport.FOLDER)) == before
+        np.testing.assert_array_equal(maps.unstage(args, path2)[0][0][1], _big(1))
+        pool.discard(segs2)
+        assert not os.path.exists(path2) and not os.path.exists(reply2)
+    finally:
+        pool.close()
+
+
+def test_a_dropped_owner_removes_its_segments_and_close_removes_every_file():
+    pool = Pool()
+    args, path, reply, segs = pool.request(([_big(2)],))
+
+    class Owner:
+        pass
+    owner = Owner()
+    pool.abandon_later(owner, segs)
+    del owner
+    gc.collect()
+    assert not os.path.exists(path) and not os.path.exists(reply)
+    _, path, reply, _ = pool.request(([_big(3)],))
+    pool.close()
+    assert not os.path.exists(path) and not os.path.exists(reply)
