@@ -5,7 +5,7 @@ Ray moves a call's arguments and answer through its RPC layer (or its object sto
 arrays of megabytes that costs many times a memory copy. When a worker and a server run
 on the same machine, a call's large numpy arrays (``STAGE_BYTES`` or more) travel instead
 through files of the shared-memory file system (``/dev/shm``, mode 0600, names
-``nets-kv-<random>``) owned by the worker:
+``nets-kv-<worker's process id>-<random>``) owned by the worker:
 
 - the worker writes the request's large arrays into one of its segments and replaces
   each by a ``_Staged(offset, shape, dtype)`` in the message (``Pool.request``); the
@@ -17,7 +17,9 @@ through files of the shared-memory file system (``/dev/shm``, mode 0600, names
 A segment is the worker's: it is busy from the call until the worker has read the answer
 (then reused by later calls, its pages already allocated), and removed when the call
 fails, when the pull that carried it is dropped unanswered (the server may still write
-into it, so it is never reused), and at the worker's exit. Calls to a server on another
+into it, so it is never reused), and at the worker's exit; a worker killed before its
+exit leaves its files, and the next worker of this user on the machine removes them
+(``sweep``). Calls to a server on another
 machine carry their arrays in the message, as Ray does.
 """
 import atexit
@@ -111,7 +113,7 @@ class _Segment:
     """One file of the pool, mapped while it is in the pool."""
 
     def __init__(self):
-        self.path = os.path.join(FOLDER, PREFIX + secrets.token_hex(12))
+        self.path = os.path.join(FOLDER, f"{PREFIX}{os.getpid()}-{secrets.token_hex(8)}")
         self.fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         self.size, self.map = 0, None
 
@@ -144,6 +146,7 @@ class Pool:
     def __init__(self):
         self._free, self._all = [], set()
         atexit.register(self.close)
+        sweep()
 
     def _take(self, nbytes):
         seg = max(self._free, key=lambda s: s.size) if self._free else _Segment()
@@ -194,6 +197,37 @@ class Pool:
         for seg in list(self._all):
             self.discard([seg])
         self._free = []
+
+
+def sweep():
+    """Remove the segments of this user's workers that ended without removing them (killed:
+    a segment's name holds its worker's process id). A process id in use again keeps its
+    files, which are then removed only once that process ends too."""
+    try:
+        names = os.listdir(FOLDER)
+    except OSError:
+        return
+    uid = os.getuid()
+    for name in names:
+        pid = name[len(PREFIX):].partition("-")[0]
+        if not name.startswith(PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(FOLDER, name)
+        try:
+            if os.stat(path).st_uid == uid:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _has_staged(obj):

@@ -60,3 +60,28 @@ def test_a_dropped_owner_removes_its_segments_and_close_removes_every_file():
     _, path, reply, _ = pool.request(([_big(3)],))
     pool.close()
     assert not os.path.exists(path) and not os.path.exists(reply)
+
+
+def test_the_files_of_a_killed_worker_are_removed_by_the_next_pool():
+    import signal
+    import subprocess
+    import sys
+    script = ("import sys, numpy as np; from nets.kv.transport import Pool; p = Pool(); "
+              "a = p.request(([np.ones((700, 64), np.float32)],)); print(a[1], a[2]); "
+              "sys.stdout.flush(); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    paths = child.stdout.readline().split()
+    assert len(paths) == 2 and all(os.path.exists(p) for p in paths)
+    child.send_signal(signal.SIGKILL)  # no atexit: its files stay
+    child.wait()
+    assert all(os.path.exists(p) for p in paths)
+    mine = Pool()  # a new worker's pool sweeps them
+    try:
+        assert not any(os.path.exists(p) for p in paths)
+        _, path, reply, segs = mine.request(([_big(4)],))
+        assert os.path.exists(path) and os.path.exists(reply)  # a live owner's: kept
+        transport.sweep()
+        assert os.path.exists(path) and os.path.exists(reply)
+    finally:
+        mine.close()
