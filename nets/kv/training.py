@@ -8,7 +8,10 @@ store's states file is the one ``Trainer.save_states`` writes.
 What a worker's copy of a weight the store updates holds (``update_on_kvstore``):
 
 - ``init_values`` makes every worker's copy the store's value (rank 0's: MXNet's
-  broadcast); a row_sparse weight gets the store's values of the rows it holds.
+  broadcast); a row_sparse weight gets the store's values of the rows it holds. Under
+  ``dist_async`` the workers then wait for each other (a barrier), so that no worker's
+  first push reaches the store before every worker has its initial copy: MXNet has no
+  such wait, and a slow worker there may start from weights another one already updated.
 - ``step`` pushes a step's gradients in one call (one per server) that returns what the
   update changed: with an optimizer's lazy update of a row_sparse gradient, only the
   updated rows (under ``dist_sync`` the union of every worker's rows of the round), else
@@ -65,6 +68,8 @@ def init_values(store, items, update_on_kvstore):
     if sparse:
         store.row_sparse_pull([k for k, _ in sparse], out=[w for _, w in sparse],
                               row_ids=[w.indices for _, w in sparse])
+    if "async" in store.type:
+        store.barrier()  # every copy is the initial value before any push is applied
 
 
 def step(store, items):
