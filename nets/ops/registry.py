@@ -42,7 +42,6 @@ Recording for autograd is a hook: ``RECORDER`` holds a callable while
 extra outside ``record()``. ``NETS_STORAGE_VERBOSE=1`` (read when nets is imported,
 or ``set_storage_verbose``) logs every call's storage types through ``log_storage``.
 """
-import contextlib
 import contextvars
 import inspect
 import logging
@@ -127,16 +126,20 @@ def _as_input(x, op, name):
 _DENSE_EXPECTED = contextvars.ContextVar("nets_dense_results_expected", default=False)
 
 
-@contextlib.contextmanager
-def dense_results_expected():
-    """Within it, operators do not warn of dense results (``DenseResultWarning``): the
-    autograd engine computes gradients in their declared storage types, and the forward
-    operator already warned of the dense result those follow from."""
-    token = _DENSE_EXPECTED.set(True)
-    try:
-        yield
-    finally:
-        _DENSE_EXPECTED.reset(token)
+class dense_results_expected:
+    """``with dense_results_expected():`` operators inside do not warn of dense results
+    (``DenseResultWarning``): the autograd engine computes gradients in their declared
+    storage types, and the forward operator already warned of the dense result those
+    follow from. (A class, not a generator: the engine enters one per ``backward``.)"""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        self._token = _DENSE_EXPECTED.set(True)
+        return self
+
+    def __exit__(self, *exc):
+        _DENSE_EXPECTED.reset(self._token)
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nets

@@ -253,8 +253,10 @@ class Optimizer:
 
     @property
     def _row_state_flags(self):
-        """For each of ``state_names``: True when it holds one value per weight row."""
-        return tuple(name in self.row_states for name in self.state_names)
+        """For each of ``state_names``: True when it holds one value per weight row (empty
+        when none does: ``RowSelection`` reads an absent flag as False)."""
+        row_states = self.row_states
+        return row_states and tuple([name in row_states for name in self.state_names])
 
     # -- updates -------------------------------------------------------------------------
     def update(self, index, weight, grad, state):
