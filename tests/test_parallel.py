@@ -4,6 +4,7 @@ process uses no CPU, a forked child works, concurrent training equals serial tra
 nested calls complete, errors propagate and Ctrl-C interrupts. No test times anything
 except as a hang guard."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -338,7 +339,10 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
 """], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Python turns SIGINT into KeyboardInterrupt unless it starts with SIGINT ignored,
+        # as it does under a shell's background job: the child starts with the default
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(2)  # SIGINT
