@@ -174,7 +174,9 @@ def test_ctrl_c_while_training_prints_one_line_and_exits_130(files):
     proc = subprocess.Popen([sys.executable, "-m", "nets.cli", "train",
                              str(files / "train.libsvm"), "--features", "50", "--epochs",
                              "100000", "--batch-size", "16"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            # (SIGINT's default action, also under a parent ignoring it)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     stderr = []
     reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()))
     reader.start()
