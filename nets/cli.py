@@ -272,33 +272,20 @@ def _rebatched(blocks, batch_size, target):
 
 def _joined(pieces):
     """One ``(X, y)`` batch of the rows of consecutive ``(X, y)`` pieces."""
-    import numpy as np
-
-    from .nd import array, sparse
+    from .nd import concat
     if len(pieces) == 1:
         return pieces[0]
-    xs = [x for x, _ in pieces]
-    offsets = np.cumsum([0] + [x.nnz for x in xs[:-1]])
-    indptr = np.concatenate([xs[0].indptr[:1]] + [x.indptr[1:] - x.indptr[0] + o
-                                                  for x, o in zip(xs, offsets)])
-    X = sparse.csr_matrix((np.concatenate([x.data for x in xs]),
-                           np.concatenate([x.indices for x in xs]), indptr),
-                          shape=(sum(x.shape[0] for x in xs), xs[0].shape[1]))
-    ys = [y.asnumpy() for _, y in pieces]
-    return X, array(np.concatenate(ys), dtype=ys[0].dtype)
-
-
-READ_BLOCK = 8 << 20  # bytes of text parsed at a time when --features is given
+    return (concat(*[x for x, _ in pieces], dim=0), concat(*[y for _, y in pieces], dim=0))
 
 
 def _blocks(path, features):
     """The ``(X, y)`` blocks of a LibSVM file read zero-based with ``features`` columns, as
     ``_load`` reads it whole; with more than one thread they are parsed ahead in a
     background thread, which starts now (training on a block overlaps parsing the next)."""
+    from .data import libsvm
     from .data.iterators import Background
-    from .data.libsvm import libsvm_blocks
     from .parallel import get_num_threads
-    blocks = libsvm_blocks(path, features, zero_based=True, block=READ_BLOCK)
+    blocks = libsvm.libsvm_blocks(path, features, zero_based=True, block=libsvm.READ_BLOCK)
     return Background(blocks, name="nets-parse") if get_num_threads() > 1 else blocks
 
 

@@ -280,7 +280,7 @@ def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, 
     monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
     nets.set_num_threads(threads)
     for block in (1 << 30, 700, 2100):
-        monkeypatch.setattr(cli, "READ_BLOCK", block)
+        monkeypatch.setattr(libsvm, "READ_BLOCK", block)
         path = tmp_path / f"{block}.npz"
         _train(files / "train.libsvm", "--val", files / "val.libsvm", "--features",
                FEATURES, "--optimizer", "adagrad", "--epochs", 2, "--batch-size", 64,
