@@ -14,7 +14,7 @@ import sys as _sys
 # install onto the array classes: every program uses them
 from . import arrays, autograd, nd
 from .base import (Context, DenseResultWarning, NetsError, StorageFallbackWarning, cpu,
-                   current_context, gpu, num_gpus)
+                   current_context, gpu, lazy_attributes, num_gpus)
 from .parallel import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
@@ -26,23 +26,10 @@ _SUBMODULES = ("arrays", "autograd", "callback", "data", "init", "kv", "layers",
 # nets.kvstore import ...`, `import nets.ndarray.sparse` reach the modules themselves
 _ALIASES = {"initializer": "init", "kvstore": "kv", "mod": "module", "ndarray": "nd",
             "sym": "symbol"}
-_CLASSES = {"Trainer": "trainer"}  # names of the face that live in a submodule
-
-
-def __getattr__(name):
-    """A submodule, an alias of one, or a class of ``_CLASSES``, imported on first use."""
-    if name in _CLASSES:
-        value = getattr(_importlib.import_module(f"{__name__}.{_CLASSES[name]}"), name)
-    elif name in _SUBMODULES or name in _ALIASES:
-        value = _importlib.import_module(f"{__name__}.{_ALIASES.get(name, name)}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+# submodules, their aliases and `Trainer`, imported on first use
+_LAZY = {**{name: (name, None) for name in _SUBMODULES},
+         **{alias: (name, None) for alias, name in _ALIASES.items()},
+         "Trainer": ("trainer", "Trainer")}
 
 
 class _AliasLoader(_abc.Loader):
@@ -79,3 +66,6 @@ __all__ = ["Context", "DenseResultWarning", "NetsError", "StorageFallbackWarning
            "get_num_threads", "gpu", "init", "initializer", "kv", "kvstore", "layers", "loss",
            "metric", "mod", "model", "module", "nd", "ndarray", "num_gpus", "operator", "optim",
            "random", "set_num_threads", "sym", "symbol", "test_utils", "utils"]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
+del lazy_attributes

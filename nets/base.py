@@ -215,3 +215,28 @@ def env_number(name, kind=int, environ=None):
         rule = "an integer >= 1" if kind is int else "a number > 0"
         raise NetsError(f"{name}={text!r}: expected {rule}")
     return value
+
+
+def lazy_attributes(package, names, exported):
+    """PEP 562 ``(__getattr__, __dir__)`` for the package named ``package``: attribute
+    ``name`` of ``names`` is imported on first use, then kept in the package. ``names`` maps
+    each name to ``(module, attribute)``: the submodule ``package.module`` itself when
+    ``attribute`` is None, else that attribute of it. ``exported``: the package's
+    ``__all__``, which ``dir()`` lists with what is already loaded."""
+    import importlib
+    import sys
+
+    def __getattr__(name):
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attribute = names[name]
+        value = importlib.import_module(f"{package}.{module}")
+        if attribute is not None:
+            value = getattr(value, attribute)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__():
+        return sorted(set(vars(sys.modules[package])) | set(exported))
+
+    return __getattr__, __dir__
