@@ -26,7 +26,6 @@ import atexit
 import copy
 import os
 import secrets
-import weakref
 
 import numpy as np
 
@@ -144,9 +143,8 @@ class DistKVStore(KVStore):
         try:
             got = gather([(server, ref) for server, ref, _ in calls], what)
         except Exception:
-            for _, _, segs in calls:
-                if segs is not None:
-                    self._pool.discard(segs)
+            if self._pool is not None:
+                self._pool.discard(_segments(calls))
             raise
         return [answer if segs is None else self._pool.answer(answer, segs, copy)
                 for (_, _, segs), answer in zip(calls, got)]
@@ -281,7 +279,8 @@ class DistKVStore(KVStore):
         keys = list(dict.fromkeys(key for key, _, _ in triples))
 
         def finish():
-            abandon.detach()
+            if abandon is not None:
+                abandon.detach()
             what = f"row_sparse_pull of keys {keys}"
             self._wait_pushes(keys)
             shards = iter(self._answers(calls, len(requests), what))
@@ -291,13 +290,9 @@ class DistKVStore(KVStore):
                                  layout.shape))
         pending = Pending(finish)
         # a pull dropped unanswered: its segments are removed, never reused
-        abandon = weakref.finalize(pending, self._drop, [c for _, c in calls])
+        segs = _segments([c for _, c in calls])
+        abandon = self._pool.abandon_later(pending, segs) if segs else None
         return pending
-
-    def _drop(self, calls):
-        for _, _, segs in calls:
-            if segs is not None:
-                self._pool.discard(segs)
 
     def _answers(self, calls, count, what, copy=True):
         """The answers of ``_start``'s calls, one per request in request order
@@ -384,6 +379,11 @@ class DistKVStore(KVStore):
                                               else r.stamps[lo:hi])
                 items[server][key] = (pack_tree(_cut_state(state, lo, hi)), rec)
         self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
+
+
+def _segments(calls):
+    """The shared-memory segments of ``_invoke``'s calls (none for a distant server)."""
+    return [seg for _, _, segs in calls for seg in segs or ()]
 
 
 def _shares_memory(server, index):
