@@ -14,6 +14,31 @@ def test_import_does_not_load_numba():
     assert proc.stdout.strip() == "False"
 
 
+def test_subpackages_load_on_first_use_under_every_name():
+    """``import nets`` leaves the symbols, modules, stores, downloads and ``Trainer`` out;
+    each loads when named, as an attribute, by ``import`` or ``from``, under MXNet's alias
+    too, and an alias is the module itself."""
+    proc = _run("""
+import sys, nets
+later = ["nets.symbol", "nets.module", "nets.kv", "nets.trainer", "nets.data.datasets"]
+print([m for m in later if m in sys.modules])
+import nets.sym
+from nets.kvstore import create
+from nets.data import DataLoader, datasets
+print(nets.sym is nets.symbol is sys.modules["nets.sym"], create is nets.kv.create,
+      nets.mod.Module is nets.module.Module, nets.Trainer.__module__,
+      DataLoader.__module__, datasets.__name__, "sym" in dir(nets), "Trainer" in dir(nets))
+try:
+    nets.no_such_name
+except AttributeError as e:
+    print(e)
+""")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[]", "True True True nets.trainer nets.data.dataloader nets.data.datasets True True",
+        "module 'nets' has no attribute 'no_such_name'"]
+
+
 def test_public_names():
     import nets
     for name in ("nd", "cpu", "gpu", "Context", "NetsError", "StorageFallbackWarning",
