@@ -87,3 +87,17 @@ def test_synthetic_data_is_public_in_data():
     import nets
     assert nets.data.make_sparse_dataset is nets.data.synthetic.make_sparse_dataset
     assert nets.test_utils.make_sparse_dataset is nets.data.make_sparse_dataset
+
+
+def test_binding_an_executor_loads_the_kernel_runtime_before_the_first_forward():
+    # The compat program wide_deep_inference times its passes from after `bind`, as
+    # MXNet's engine is loaded at import: numba must be loaded by `bind`, not by the
+    # first kernel call inside the timed loop.
+    proc = _run(
+        "import sys, nets\n"
+        "x = nets.sym.Variable('x', stype='csr'); w = nets.sym.Variable('w')\n"
+        "before = 'numba' in sys.modules\n"
+        "exe = nets.sym.sparse.dot(x, w).simple_bind(nets.cpu(), x=(4, 3), w=(3, 2))\n"
+        "print(before, 'numba' in sys.modules)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]

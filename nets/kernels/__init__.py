@@ -7,6 +7,15 @@ Kernels trust their inputs; the operator layer validates before calling them.
 """
 import importlib
 
+__all__ = ["load_runtime"]
+
+
+def load_runtime():
+    """Import numba and the compile machinery now (seconds in a fresh process), so that a
+    caller about to run kernels pays for it before its first call rather than inside it.
+    Compiles nothing; idempotent."""
+    importlib.import_module(f"{__name__}._jit")
+
 
 def __getattr__(name):
     if name.startswith("_"):

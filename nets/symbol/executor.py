@@ -20,6 +20,7 @@ from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
 from ..arrays.creation import array, zeros
 from ..arrays.dense import NDArray
+from ..kernels import load_runtime
 from ..ops.fusion import fuse
 from ..ops.registry import RECORDER, Op, log_storage, storage_verbose
 from .inference import infer_grad_storage_type, node_stypes
@@ -146,6 +147,9 @@ class Executor:
             if req != "null":
                 autograd.mark_variables([arg_dict[name]], [grad_dict[name]], req)
         self.storage_report = self._check_storage()
+        # A bound executor is about to run kernels: the kernel runtime loads at bind, as
+        # MXNet's engine is loaded before an executor runs, not inside the first forward.
+        load_runtime()
 
     def _check_storage(self):
         report, verbose = [], storage_verbose()
