@@ -37,14 +37,15 @@ def last_error(output):
 
 def run_side(names, data, python, nets, seed):
     """{program: result dict or {'error': last line}} for one framework."""
-    workdir = tempfile.mkdtemp(prefix="bench_compat_")
     out = {}
-    for name in names:
-        res = run_program(name, data, python=python, nets=nets, workdir=workdir, seed=seed)
-        out[name] = res["result"] if res["result"] is not None else {
-            "error": last_error(res["output"])}
-        print("  %-6s %-22s %s" % ("nets" if nets else "mxnet", name, out[name]),
-              file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench_compat_") as workdir:
+        for name in names:
+            res = run_program(name, data, python=python, nets=nets, workdir=workdir,
+                              seed=seed)
+            out[name] = res["result"] if res["result"] is not None else {
+                "error": last_error(res["output"])}
+            print("  %-6s %-22s %s" % ("nets" if nets else "mxnet", name, out[name]),
+                  file=sys.stderr, flush=True)
     return out
 
 
@@ -59,24 +60,24 @@ def main():
                         help="rounds of both frameworks, alternating which goes first")
     args = parser.parse_args()
     names = [n for n in args.programs.split(",") if n]
-    data = tempfile.mkdtemp(prefix="bench_compat_data_")
-    make_all(data, args.data_seed)
+    with tempfile.TemporaryDirectory(prefix="bench_compat_data_") as data:
+        make_all(data, args.data_seed)
 
-    have_mxnet = os.path.exists(args.mxnet_python)
-    if not have_mxnet:
-        print("MXNet side skipped: %s not found (create it with benchmarks/mxnet_venv.sh)"
-              % args.mxnet_python)
-    rounds = []  # [(mxnet results, nets results)] per round
-    for r in range(max(1, args.repeat)):
-        sides = {}
-        for side in (("mxnet", "nets") if r % 2 == 0 else ("nets", "mxnet")):
-            if side == "nets":
-                sides[side] = run_side(names, data, sys.executable, True, args.seed)
-            elif have_mxnet:
-                sides[side] = run_side(names, data, args.mxnet_python, False, args.seed)
-            else:
-                sides[side] = {n: {"error": "skipped"} for n in names}
-        rounds.append((sides["mxnet"], sides["nets"]))
+        have_mxnet = os.path.exists(args.mxnet_python)
+        if not have_mxnet:
+            print("MXNet side skipped: %s not found (create it with benchmarks/mxnet_venv.sh)"
+                  % args.mxnet_python)
+        rounds = []  # [(mxnet results, nets results)] per round
+        for r in range(max(1, args.repeat)):
+            sides = {}
+            for side in (("mxnet", "nets") if r % 2 == 0 else ("nets", "mxnet")):
+                if side == "nets":
+                    sides[side] = run_side(names, data, sys.executable, True, args.seed)
+                elif have_mxnet:
+                    sides[side] = run_side(names, data, args.mxnet_python, False, args.seed)
+                else:
+                    sides[side] = {n: {"error": "skipped"} for n in names}
+            rounds.append((sides["mxnet"], sides["nets"]))
 
     head = "%-22s %-14s %12s %12s %12s %12s %7s %11s" % (
         "program", "metric", "MXNet", "nets", "MXNet s/ep", "nets s/ep", "ratio", "range")
