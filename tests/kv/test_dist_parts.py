@@ -269,6 +269,38 @@ def test_a_pull_of_rows_after_a_missing_round_times_out_naming_the_key_and_worke
     assert "workers [0, 1] did not push" in str(e.value) and "NETS_KV_TIMEOUT" in str(e.value)
 
 
+def test_a_pushpull_answers_every_worker_with_the_value_after_its_round():
+    """Two workers' fused calls of one round: each answer is the value after the round's
+    single update (the SGD step on the sum), the same for both workers; the second
+    round's answers follow the second update."""
+    server = Server(0, num_workers=2, timeout=5)
+    start = np.arange(6, dtype=np.float32).reshape(3, 2)
+    server.init([(0, pack(nets.nd.array(start)))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5))
+    g0, g1 = np.full((3, 2), 1, np.float32), np.full((3, 2), 3, np.float32)
+    expected = start
+    for round_no in range(2):
+        answers = _run(server.pushpull(1, [(0, round_no, pack(nets.nd.array(g1)))], (1.0, 0.5),
+                                       [(0, round_no + 1)]),
+                       server.pushpull(0, [(0, round_no, pack(nets.nd.array(g0)))], (1.0, 0.5),
+                                       [(0, round_no + 1)]))
+        expected = expected - 0.5 * (g0 + g1)
+        for answer in answers:
+            np.testing.assert_array_equal(answer[0], expected)
+    assert server.rounds[0].done == 2
+
+
+def test_a_pushpull_under_async_answers_after_its_own_push():
+    server = Server(0, num_workers=2, timeout=5)
+    server.set_sync(False)
+    server.init([(0, pack(nets.nd.ones((3, 2))))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
+    grad = np.full((3, 2), 0.25, np.float32)
+    answer = _run_one(server.pushpull(1, [(0, 0, pack(nets.nd.array(grad)))], (1.0, 1.0),
+                                      [(0, 1)]))
+    np.testing.assert_array_equal(answer[0], np.full((3, 2), 0.75))
+
+
 def test_import_nets_does_not_import_ray():
     import subprocess
     import sys
