@@ -4,6 +4,8 @@ Starts a Ray cluster on 127.0.0.1 (``nets.kv.cluster.start_local``, as the launc
 with one server, joins it as the store's only worker (``dist_sync``, 1 worker, 1 server)
 and times, after a warm-up:
 
+- Ray's own cost of a call: a no-op method of a bare actor, sync and asyncio (the
+  store's actors are asyncio actors);
 - an actor round trip (a barrier through the coordinator);
 - a 7,400 x 64 float32 dense push + pull of one key (no optimizer: the sum replaces the
   value), fused (``kv.pushpull``: one call) and as ``kv.push`` then ``kv.pull``, next to
@@ -39,6 +41,7 @@ from multiprocessing import shared_memory
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # loopback only: before Ray's import
 
 import numpy as np
+import ray
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
@@ -71,6 +74,16 @@ def _ctr(address, store, workers, servers, args):
         raise SystemExit(f"CTR run {store} ({workers}, {servers}) failed: {codes}")
     with open(out) as f:
         return json.load(f)
+
+
+class _NoOp:
+    """A bare actor: Ray's own cost of a call, without nets (sync and asyncio methods)."""
+
+    def noop(self):
+        return None
+
+    async def async_noop(self):
+        return None
 
 
 def _medians_ms(fns, reps, warmup=3):
@@ -130,7 +143,10 @@ def main():
             np.copyto(view, block.asnumpy())
             np.copyto(back, view)
 
+        noop = ray.remote(_NoOp).options(num_cpus=0).remote()
         results = {f"{name}_ms": ms for name, ms in _medians_ms({
+            "ray_noop": lambda: ray.get(noop.noop.remote()),
+            "ray_async_noop": lambda: ray.get(noop.async_noop.remote()),
             "round_trip": kv.barrier, "pushpull": pushpull, "push_then_pull": push_then_pull,
             "shm_copy": shm_copy,
             "row_sparse_pull": lambda: kv.row_sparse_pull(1, out=rows_out, row_ids=ids),
@@ -142,10 +158,10 @@ def main():
     results["pushpull_over_shm"] = results["pushpull_ms"] / floor
     results["push_then_pull_over_shm"] = results["push_then_pull_ms"] / floor
     print(f"{ROWS} x {COLS} float32 ({ROWS * COLS * 4 / 2**20:.1f} MiB), Ray "
-          f"{__import__('ray').__version__}, {platform.processor() or platform.machine()}")
+          f"{ray.__version__}, {platform.processor() or platform.machine()}")
     print(f"{'measure':<28}{'median ms':>11}")
-    for key in ("round_trip_ms", "pushpull_ms", "push_then_pull_ms", "shm_copy_ms",
-                "row_sparse_pull_ms"):
+    for key in ("ray_noop_ms", "ray_async_noop_ms", "round_trip_ms", "pushpull_ms",
+                "push_then_pull_ms", "shm_copy_ms", "row_sparse_pull_ms"):
         print(f"{key[:-3]:<28}{results[key]:>11.3f}")
     print(f"fused pushpull is {results['pushpull_over_shm']:.1f}x the shared-memory copy "
           f"(push then pull: {results['push_then_pull_over_shm']:.1f}x)")

@@ -128,14 +128,14 @@ class DistKVStore(KVStore):
         self._results([call for _, call in waiting], "push")
 
     def _invoke(self, server, method, *args):
-        """Call ``method(*args)`` on ``server`` without waiting: a call ``(server,
-        ObjectRef, segments)``. A server on this machine gets the large arrays through
-        shared memory (``nets.kv.transport``; ``segments`` are the call's), another
-        through Ray's message (``segments`` None)."""
+        """Call ``method(*args)`` on ``server`` (through ``Server.call``) without waiting:
+        a call ``(server, ObjectRef, segments)``. A server on this machine gets the large
+        arrays through shared memory (``nets.kv.transport``; ``segments`` are the
+        call's), another through Ray's message (``segments`` None)."""
         if not self._near[server]:
-            return server, getattr(self._servers[server], method).remote(*args), None
+            return server, self._servers[server].call.remote((method, args, None, None)), None
         args, path, reply, segs = self._pool.request(args)
-        return server, self._servers[server].call.remote(method, args, path, reply), segs
+        return server, self._servers[server].call.remote((method, args, path, reply)), segs
 
     def _results(self, calls, what, copy=True):
         """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the

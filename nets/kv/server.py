@@ -64,7 +64,10 @@ class _Round:
 
 async def _wait(cond, predicate, timeout, describe):
     """Wait on ``cond`` until ``predicate()``; after ``timeout`` seconds raise
-    ``NetsError(describe())``."""
+    ``NetsError(describe())``. A predicate already true returns at once, without the
+    task and timer of a wait (the common case: a call that needs no other call)."""
+    if predicate():
+        return
     async with cond:
         try:
             await asyncio.wait_for(cond.wait_for(predicate), timeout)
@@ -102,16 +105,21 @@ class Server:
     # the methods a worker on this machine calls through ``call``
     BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "pull_rows"})
     # the methods whose answer holds views of the held values, for a call whose answer is
-    # copied into its reply segment before any other call runs
+    # copied into its reply segment before any other call runs (``call`` with a reply)
     VIEWS = {"pull": "_values", "pushpull": "_pushed_values"}
 
-    async def call(self, method, args, path, reply):
-        """``method(*args)`` (one of ``BULK``) for a worker on this machine: the large
-        arrays of ``args`` are read from the shared-memory segment ``path`` and those of
-        the answer written into the segment ``reply`` (``nets.kv.transport``)."""
+    async def call(self, request):
+        """``method(*args)`` (one of ``BULK``) for a worker: ``request`` is ``(method, args,
+        path, reply)``, one argument (Ray's cost of a call grows with its count of
+        arguments). A worker on this machine names shared-memory segments: the large
+        arrays of ``args`` are read from the segment ``path`` and those of the answer
+        written into the segment ``reply`` (``nets.kv.transport``); a distant worker gives
+        None for both and gets the answer in Ray's message."""
+        method, args, path, reply = request
         if method not in self.BULK:
             raise NetsError(f"server call: {method!r} is not one of {sorted(self.BULK)}")
-        method = self.VIEWS.get(method, method)  # (copied into ``reply``)
+        if reply is not None:
+            method = self.VIEWS.get(method, method)  # (copied into ``reply``)
         result = getattr(self, method)(*self.maps.unstage(args, path))
         if asyncio.iscoroutine(result):
             result = await result

@@ -1,11 +1,13 @@
-"""A worker of the fused ``pushpull`` tests: ``python pushpull.py STORE MODE OUT_DIR``.
+"""A worker of the fused ``pushpull`` tests: ``python pushpull.py STORE MODE OUT_DIR [far]``.
 
 Runs ``exchange(kv, MODE)`` on a store of type STORE and writes every array it pulled to
 ``OUT_DIR/{MODE}{rank}.npz``. MODE ``fused`` calls ``kv.pushpull`` (checking that a
 distributed store makes one ``pushpull`` call per server for it), ``separate`` calls
 ``kv.push`` then ``kv.pull`` with the same arguments; the test compares the two files bit
 for bit, and a one-worker run with a local store's (the test imports this module and
-runs ``exchange`` on ``nets.kv.create('local')``).
+runs ``exchange`` on ``nets.kv.create('local')``). With ``far`` the store sends every
+array in Ray's messages, as to a server on another machine (no shared memory), and the
+file is ``{MODE}far{rank}.npz``.
 
 The exchanges cover dense and row_sparse values and outs (a row_sparse out left
 unchanged by ``ignore_sparse``, or filled without it), several values and outs per key,
@@ -131,8 +133,10 @@ def _updater(key, grad, stored):
 def main():
     store, mode, out_dir = sys.argv[1:4]
     kv = nets.kv.create(store)
+    if sys.argv[4:] == ["far"]:  # every array in Ray's messages, as to another machine
+        kv._near = [False] * len(kv._near)
     got = exchange(kv, mode)
-    np.savez(os.path.join(out_dir, f"{mode}{kv.rank}.npz"), **got)
+    np.savez(os.path.join(out_dir, f"{mode}{''.join(sys.argv[4:])}{kv.rank}.npz"), **got)
     print(f"worker {kv.rank}: {len(got)} arrays")
 
 
