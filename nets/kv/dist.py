@@ -13,6 +13,8 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
   ``barrier`` or the states' save/load first waits for this worker's pushes: under
   ``dist_sync`` a push completes when every worker pushed that round and the sum was
   applied, so a pull after a push sees the round's update.
+- ``pushpull``: one call per server that pushes and answers the pull once the push is
+  applied (``_pushpull``); the worker waits for it.
 - ``row_sparse_pull`` (and its prefetch, ``_prefetch_rows``) is ordered on the servers:
   each request carries the number of pushes of its key this worker made, and the server
   answers once they are applied; the worker waits only when it takes the rows.
