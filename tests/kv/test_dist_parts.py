@@ -249,12 +249,18 @@ def test_a_pull_of_rows_waits_for_the_rounds_of_the_pushes_before_it():
         np.testing.assert_array_equal(rows.data.asnumpy(), expected[[1, 3]])
 
 
-def test_a_pull_of_rows_under_async_waits_for_this_workers_pushes():
+def _async_server():
+    """A dist_async server of 2 workers holding key 0 = ones((3, 2)), SGD with rate 1, and
+    a gradient of 0.25s for it."""
     server = Server(0, num_workers=2, timeout=5)
     server.set_sync(False)
     server.init([(0, pack(nets.nd.ones((3, 2))))])
     server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
-    grad = np.full((3, 2), 0.25, np.float32)
+    return server, np.full((3, 2), 0.25, np.float32)
+
+
+def test_a_pull_of_rows_under_async_waits_for_this_workers_pushes():
+    server, grad = _async_server()
     answer, _ = _run(_rows(server, 1, 0, [0, 2], 1),
                      _push(server, 0, 1, 0, pack(nets.nd.array(grad)), (1.0, 1.0)))
     np.testing.assert_array_equal(unpack(answer[0]).data.asnumpy(), np.full((2, 2), 0.75))
@@ -291,11 +297,7 @@ def test_a_pushpull_answers_every_worker_with_the_value_after_its_round():
 
 
 def test_a_pushpull_under_async_answers_after_its_own_push():
-    server = Server(0, num_workers=2, timeout=5)
-    server.set_sync(False)
-    server.init([(0, pack(nets.nd.ones((3, 2))))])
-    server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
-    grad = np.full((3, 2), 0.25, np.float32)
+    server, grad = _async_server()
     answer = _run_one(server.pushpull(1, [(0, 0, pack(nets.nd.array(grad)))], (1.0, 1.0),
                                       [(0, 1)]))
     np.testing.assert_array_equal(answer[0], np.full((3, 2), 0.75))
