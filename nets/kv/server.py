@@ -102,7 +102,7 @@ class Server:
         self.rounds = {}
         self.changed = asyncio.Condition()
 
-    # the methods a worker on this machine calls through ``call``
+    # the methods a worker calls through ``call``
     BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "pull_rows"})
     # the methods whose answer holds views of the held values, for a call whose answer is
     # copied into its reply segment before any other call runs (``call`` with a reply)
