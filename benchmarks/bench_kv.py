@@ -4,10 +4,14 @@ Starts a Ray cluster on 127.0.0.1 (``nets.kv.cluster.start_local``, as the launc
 with one server, joins it as the store's only worker (``dist_sync``, 1 worker, 1 server)
 and times, after a warm-up:
 
+- Ray's own cost of a call: a no-op method of a bare actor, sync and asyncio (the
+  store's actors are asyncio actors);
 - an actor round trip (a barrier through the coordinator);
 - a 7,400 x 64 float32 dense push + pull of one key (no optimizer: the sum replaces the
-  value), next to copying the same bytes into and out of a ``multiprocessing``
-  shared-memory block (the floor any inter-process transport pays);
+  value), fused (``kv.pushpull``: one call) and as ``kv.push`` then ``kv.pull``, next to
+  copying the same bytes into and out of a ``multiprocessing`` shared-memory block (the
+  floor any inter-process transport pays); the ratio the transport goal reads is the
+  fused one;
 - a ``row_sparse_pull`` of 7,400 random rows of a 1,000,000 x 64 key;
 
 then W2's click-through model (``run.py``'s W2, lazy Adam, batch 512 per worker) trained
@@ -37,6 +41,7 @@ from multiprocessing import shared_memory
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # loopback only: before Ray's import
 
 import numpy as np
+import ray
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
@@ -45,6 +50,7 @@ import workloads as wl
 from nets.kv import cluster
 
 ROWS, COLS, TABLE = 7_400, 64, 1_000_000
+BURST = 10  # consecutive timed calls of one measure in each rep (see ``_medians_ms``)
 WORKER = os.path.join(HERE, "kv_ctr_worker.py")
 # (store, workers, servers) of the CTR runs; "none": single-process nets, no store
 CTR_RUNS = [("none", 1, 0), ("dist_sync", 1, 1), ("dist_sync", 2, 2), ("dist_async", 2, 2)]
@@ -70,15 +76,33 @@ def _ctr(address, store, workers, servers, args):
         return json.load(f)
 
 
-def _median_ms(fn, reps, warmup=3):
+class _NoOp:
+    """A bare actor: Ray's own cost of a call, without nets (sync and asyncio methods)."""
+
+    def noop(self):
+        return None
+
+    async def async_noop(self):
+        return None
+
+
+def _medians_ms(fns, reps, warmup=3):
+    """The median ms of each function of ``fns`` (a dict), their reps interleaved (so
+    that a change of the machine's load falls on all of them alike): each rep times
+    ``BURST`` consecutive calls of each function, so that most timed calls find the
+    caches as a loop of that function leaves them (a single copy timed right after a Ray
+    call is several times slower than in a loop, which would flatter the ratio)."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns.values():
+            fn()
+    times = {name: [] for name in fns}
     for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
+        for name, fn in fns.items():
+            for _ in range(BURST):
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+    return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
 def main():
@@ -101,10 +125,15 @@ def main():
     out = nets.nd.zeros((ROWS, COLS))
     kv.init([0, 1], [block, nets.nd.zeros((TABLE, COLS)).tostype("row_sparse")])
 
-    def push_pull():
+    def push_then_pull():
         kv.push(0, block)
         kv.pull(0, out=out)
 
+    def pushpull():
+        kv.pushpull(0, block, out=out)
+
+    ids = nets.nd.array(rng.integers(0, TABLE, ROWS), dtype="int64")
+    rows_out = nets.nd.sparse.zeros("row_sparse", (TABLE, COLS))
     shm = shared_memory.SharedMemory(create=True, size=block.asnumpy().nbytes)
     try:
         view = np.ndarray((ROWS, COLS), np.float32, buffer=shm.buf)
@@ -114,26 +143,28 @@ def main():
             np.copyto(view, block.asnumpy())
             np.copyto(back, view)
 
-        floor = _median_ms(shm_copy, args.reps)
+        noop = ray.remote(_NoOp).options(num_cpus=0).remote()
+        results = {f"{name}_ms": ms for name, ms in _medians_ms({
+            "ray_noop": lambda: ray.get(noop.noop.remote()),
+            "ray_async_noop": lambda: ray.get(noop.async_noop.remote()),
+            "round_trip": kv.barrier, "pushpull": pushpull, "push_then_pull": push_then_pull,
+            "shm_copy": shm_copy,
+            "row_sparse_pull": lambda: kv.row_sparse_pull(1, out=rows_out, row_ids=ids),
+        }, args.reps).items()}
     finally:
         shm.close()
         shm.unlink()
-    ids = nets.nd.array(rng.integers(0, TABLE, ROWS), dtype="int64")
-    rows_out = nets.nd.sparse.zeros("row_sparse", (TABLE, COLS))
-    results = {
-        "round_trip_ms": _median_ms(kv.barrier, args.reps),
-        "push_pull_ms": _median_ms(push_pull, args.reps),
-        "shm_copy_ms": floor,
-        "row_sparse_pull_ms": _median_ms(
-            lambda: kv.row_sparse_pull(1, out=rows_out, row_ids=ids), args.reps),
-    }
-    results["push_pull_over_shm"] = results["push_pull_ms"] / floor
+    floor = results["shm_copy_ms"]
+    results["pushpull_over_shm"] = results["pushpull_ms"] / floor
+    results["push_then_pull_over_shm"] = results["push_then_pull_ms"] / floor
     print(f"{ROWS} x {COLS} float32 ({ROWS * COLS * 4 / 2**20:.1f} MiB), Ray "
-          f"{__import__('ray').__version__}, {platform.processor() or platform.machine()}")
+          f"{ray.__version__}, {platform.processor() or platform.machine()}")
     print(f"{'measure':<28}{'median ms':>11}")
-    for key in ("round_trip_ms", "push_pull_ms", "shm_copy_ms", "row_sparse_pull_ms"):
+    for key in ("ray_noop_ms", "ray_async_noop_ms", "round_trip_ms", "pushpull_ms",
+                "push_then_pull_ms", "shm_copy_ms", "row_sparse_pull_ms"):
         print(f"{key[:-3]:<28}{results[key]:>11.3f}")
-    print(f"push+pull is {results['push_pull_over_shm']:.1f}x the shared-memory copy")
+    print(f"fused pushpull is {results['pushpull_over_shm']:.1f}x the shared-memory copy "
+          f"(push then pull: {results['push_then_pull_over_shm']:.1f}x)")
 
     ctr = {}
     for store, workers, servers in [] if args.transport_only else CTR_RUNS:

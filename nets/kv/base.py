@@ -212,6 +212,13 @@ class KVStore:
                     raise NetsError(f"push: value for key {key!r} is {a.stype}; push dense or "
                                     f"row_sparse arrays")
 
+    def _check_pull(self, pairs, what):
+        """Refuse to pull an unknown key, or into an out of another shape."""
+        for key, outs in pairs:
+            held = self._known(key, what)
+            for o in outs:
+                self._check_shape(key, o, held, what, "out")
+
     def _ignored(self, key, out, ignore_sparse):
         """Whether ``pull`` leaves ``out`` unchanged: a row_sparse ``out`` with
         ``ignore_sparse`` (reported once per key)."""
@@ -292,10 +299,17 @@ class KVStore:
             raise NetsError("pull: out is required")
         self._pull(self._pairs(key, out, "pull", "out"), ignore_sparse)
 
-    def pushpull(self, key, value, out=None, priority=0):
-        """``push(key, value)`` then ``pull(key, out)``; ``out=None`` pulls into ``value``."""
-        self.push(key, value, priority)
-        self.pull(key, out=value if out is None else out, priority=priority)
+    def pushpull(self, key, value, out=None, priority=0, ignore_sparse=True):
+        """``push(key, value)`` then ``pull(key, out, ignore_sparse=ignore_sparse)``, with
+        the same results; ``out=None`` pulls into ``value``. A distributed store does both
+        in one call per server, answered once the push is applied (under ``dist_sync``:
+        the round merged and applied), and waits for it. All arguments are checked before
+        anything is sent."""
+        pairs = self._pairs(key, value, "pushpull")
+        outs = self._pairs(key, value if out is None else out, "pushpull", "out")
+        self._check_push(pairs)
+        self._check_pull(outs, "pushpull")
+        self._pushpull(pairs, outs, ignore_sparse)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pull the rows ``row_ids`` of ``key`` into each row_sparse array of ``out``.
@@ -369,6 +383,12 @@ class KVStore:
     def _pull(self, pairs, ignore_sparse):
         """Fill each array of each ``(key, [outs])`` with the key's value."""
         raise NotImplementedError
+
+    def _pushpull(self, pairs, outs, ignore_sparse):
+        """``_push(pairs)`` then ``_pull(outs, ignore_sparse)`` (both checked already); a
+        backend that can do both in one exchange overrides it."""
+        self._push(pairs)
+        self._pull(outs, ignore_sparse)
 
     def _start_pull_rows(self, triples):
         """Start filling each row_sparse ``out`` of ``(key, out, row_ids)`` with those rows;

@@ -13,6 +13,8 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
   ``barrier`` or the states' save/load first waits for this worker's pushes: under
   ``dist_sync`` a push completes when every worker pushed that round and the sum was
   applied, so a pull after a push sees the round's update.
+- ``pushpull``: one call per server that pushes and answers the pull once the push is
+  applied (``_pushpull``); the worker waits for it.
 - ``row_sparse_pull`` (and its prefetch, ``_prefetch_rows``) is ordered on the servers:
   each request carries the number of pushes of its key this worker made, and the server
   answers once they are applied; the worker waits only when it takes the rows.
@@ -128,14 +130,14 @@ class DistKVStore(KVStore):
         self._results([call for _, call in waiting], "push")
 
     def _invoke(self, server, method, *args):
-        """Call ``method(*args)`` on ``server`` without waiting: a call ``(server,
-        ObjectRef, segments)``. A server on this machine gets the large arrays through
-        shared memory (``nets.kv.transport``; ``segments`` are the call's), another
-        through Ray's message (``segments`` None)."""
+        """Call ``method(*args)`` on ``server`` (through ``Server.call``) without waiting:
+        a call ``(server, ObjectRef, segments)``. A server on this machine gets the large
+        arrays through shared memory (``nets.kv.transport``; ``segments`` are the
+        call's), another through Ray's message (``segments`` None)."""
         if not self._near[server]:
-            return server, getattr(self._servers[server], method).remote(*args), None
+            return server, self._servers[server].call.remote((method, args, None, None)), None
         args, path, reply, segs = self._pool.request(args)
-        return server, self._servers[server].call.remote(method, args, path, reply), segs
+        return server, self._servers[server].call.remote((method, args, path, reply)), segs
 
     def _results(self, calls, what, copy=True):
         """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the
@@ -153,15 +155,17 @@ class DistKVStore(KVStore):
         """Call ``method(*args, list)`` once per server with the list of that server's
         requests: ``requests`` is ``[(server, request)]``; returns each request's answer,
         in order."""
-        return self._answers(self._start(method, requests, *args), len(requests), what)
+        return self._answers(self._start(method, requests, lambda server: args),
+                             len(requests), what)
 
-    def _start(self, method, requests, *args):
+    def _start(self, method, requests, args_of, servers=()):
         """The calls of ``_calls`` made, not waited for: ``[([request numbers], call)]``
-        (``_invoke``'s calls)."""
-        by_server = {}
+        (``_invoke``'s calls); server ``s`` gets ``method(*args_of(s), its requests)``,
+        and so does each of ``servers`` without requests (with an empty list)."""
+        by_server = {server: [] for server in servers}
         for n, (server, request) in enumerate(requests):
             by_server.setdefault(server, []).append((n, request))
-        return [([n for n, _ in batch], self._invoke(server, method, *args,
+        return [([n for n, _ in batch], self._invoke(server, method, *args_of(server),
                                                      [r for _, r in batch]))
                 for server, batch in by_server.items()]
 
@@ -192,12 +196,11 @@ class DistKVStore(KVStore):
         self._layouts.update(layouts)
         self.barrier()
 
-    def _send(self, pairs, changed):
-        """Push ``pairs`` (compressed, summed here, cut into shards): one call per server.
-        Returns ``[(server, keys, ref)]`` and, for each pair, its shards' ``[(lo, server,
-        position in that server's answer)]``."""
-        opt = self._optimizer
-        hyper = None if opt is None else (opt.rescale_grad, opt.lr)
+    def _shards(self, pairs):
+        """``pairs`` compressed (if set), each key's arrays summed here and cut into
+        shards, each counted as this worker's next push of its key: ``({server: [(key,
+        round number, packed shard)]}, [[(lo, server, position in that server's
+        list)] per pair])``."""
         by_server, where = {}, []
         for key, arrays in pairs:
             if self._compression is not None:
@@ -211,21 +214,29 @@ class DistKVStore(KVStore):
                 shards.append((lo, server, len(items)))
                 items.append((key, round_no, pack(cut(merged, lo, hi), copy=False)))
             where.append(shards)
-        calls = [(server, frozenset(k for k, _, _ in items),
-                  self._invoke(server, "push", self._rank, items, hyper, changed))
-                 for server, items in by_server.items()]
-        return calls, where
+        return by_server, where
+
+    def _hyper(self):
+        """What a push carries of the optimizer: ``(rescale_grad, lr)``, or None."""
+        opt = self._optimizer
+        return None if opt is None else (opt.rescale_grad, opt.lr)
 
     def _push(self, pairs):
         self._check_push(pairs)
-        calls, _ = self._send(pairs, False)
-        self._pending += [(keys, ref) for _, keys, ref in calls]
+        by_server, _ = self._shards(pairs)
+        hyper = self._hyper()
+        self._pending += [(frozenset(k for k, _, _ in items),
+                           self._invoke(server, "push", self._rank, items, hyper, False))
+                          for server, items in by_server.items()]
 
     def _push_changed(self, pairs):
         self._check_push(pairs)
-        calls, where = self._send(pairs, True)
-        answers = dict(zip([server for server, _, _ in calls],
-                           self._results([call for _, _, call in calls], "push")))
+        by_server, where = self._shards(pairs)
+        hyper = self._hyper()
+        servers = list(by_server)
+        answers = dict(zip(servers, self._results(
+            [self._invoke(s, "push", self._rank, by_server[s], hyper, True) for s in servers],
+            "push")))
         out = []
         for (key, _), shards in zip(pairs, where):
             got = [(lo, answers[server][at]) for lo, server, at in shards]
@@ -238,20 +249,20 @@ class DistKVStore(KVStore):
             out.append((None, value) if whole == {True} else (value.indices.asnumpy(), value))
         return out
 
-    def _pull(self, pairs, ignore_sparse):
-        for key, outs in pairs:
-            layout = self._known(key, "pull")
-            for o in outs:
-                self._check_shape(key, o, layout, "pull", "out")
+    def _wanted(self, pairs, ignore_sparse):
+        """The ``(key, [outs])`` of ``pairs`` a pull fills (not every out ignored) and
+        its requests ``[(server, (key, pushes of the key by this worker))]``, one per
+        shard: a server answers once those pushes are applied."""
         wanted = [(key, outs) for key, outs in pairs
                   if not all(self._ignored(key, o, ignore_sparse) for o in outs)]
-        keys = [key for key, _ in wanted]
-        calls = self._start("pull", [(server, (key, self._rounds.get(key, 0)))
-                                     for key in keys
-                                     for server, _, _ in self._layouts[key].parts], self._rank)
-        self._wait_pushes(keys)  # (their errors; the servers order the pull after them)
-        values = iter(self._answers(calls, sum(len(self._layouts[k].parts) for k in keys),
-                                    f"pull of keys {keys}", copy=False))  # (copied below)
+        requests = [(server, (key, self._rounds.get(key, 0))) for key, _ in wanted
+                    for server, _, _ in self._layouts[key].parts]
+        return wanted, requests
+
+    def _fill(self, wanted, values, ignore_sparse):
+        """Fill the outs of ``wanted`` (``_wanted``'s) from ``values``, its requests'
+        answers in order (dense shards)."""
+        values = iter(values)
         for key, outs in wanted:
             layout = self._layouts[key]
             value = join([(lo, NDArray(next(values))) for _, lo, _ in layout.parts],
@@ -259,6 +270,32 @@ class DistKVStore(KVStore):
             for o in outs:
                 if o.stype != "row_sparse" or not ignore_sparse:
                     o[:] = value
+
+    def _pull(self, pairs, ignore_sparse):
+        self._check_pull(pairs, "pull")
+        wanted, requests = self._wanted(pairs, ignore_sparse)
+        keys = [key for key, _ in wanted]
+        calls = self._start("pull", requests, lambda server: (self._rank,))
+        self._wait_pushes(keys)  # (their errors; the servers order the pull after them)
+        self._fill(wanted, self._answers(calls, len(requests), f"pull of keys {keys}",
+                                         copy=False), ignore_sparse)  # (copied by _fill)
+
+    def _pushpull(self, pairs, outs, ignore_sparse):
+        """One ``pushpull`` call per server: the server applies the push (under
+        ``dist_sync`` it joins the round and waits for it, as ``push`` does), then
+        answers the pull, which it orders after the push as it orders a ``pull`` sent
+        after a ``push``; the results are those of ``_push`` then ``_pull``. The call is
+        waited for, so the push's errors are raised here."""
+        by_server, _ = self._shards(pairs)
+        wanted, requests = self._wanted(outs, ignore_sparse)
+        keys = [key for key, _ in pairs]
+        hyper = self._hyper()
+        calls = self._start("pushpull", requests,
+                            lambda server: (self._rank, by_server[server], hyper),
+                            servers=by_server)
+        self._wait_pushes(keys)  # (errors of earlier pushes; the servers order after them)
+        self._fill(wanted, self._answers(calls, len(requests), f"pushpull of keys {keys}",
+                                         copy=False), ignore_sparse)
 
     def _start_pull_rows(self, triples):
         """One call per server, each request carrying how many pushes of its key this
@@ -275,7 +312,7 @@ class DistKVStore(KVStore):
             rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
             requests += [(server, (key, ids, self._rounds.get(key, 0)))
                          for server, _, ids in layout.route(rows)]
-        calls = self._start("pull_rows", requests, self._rank)
+        calls = self._start("pull_rows", requests, lambda server: (self._rank,))
         keys = list(dict.fromkeys(key for key, _, _ in triples))
 
         def finish():

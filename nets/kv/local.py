@@ -89,10 +89,7 @@ class LocalKVStore(KVStore):
         return rows, rows_of(value, rows)
 
     def _pull(self, pairs, ignore_sparse):
-        for key, outs in pairs:
-            value = self._known(key, "pull")
-            for o in outs:
-                self._check_shape(key, o, value, "pull", "out")
+        self._check_pull(pairs, "pull")
         for key, outs in pairs:
             for o in outs:
                 if self._ignored(key, o, ignore_sparse):

@@ -64,7 +64,10 @@ class _Round:
 
 async def _wait(cond, predicate, timeout, describe):
     """Wait on ``cond`` until ``predicate()``; after ``timeout`` seconds raise
-    ``NetsError(describe())``."""
+    ``NetsError(describe())``. A predicate already true returns at once, without the
+    task and timer of a wait (the common case: a call that needs no other call)."""
+    if predicate():
+        return
     async with cond:
         try:
             await asyncio.wait_for(cond.wait_for(predicate), timeout)
@@ -99,16 +102,24 @@ class Server:
         self.rounds = {}
         self.changed = asyncio.Condition()
 
-    # the methods a worker on this machine calls through ``call``
-    BULK = frozenset({"init", "init_generated", "push", "pull", "pull_rows"})
+    # the methods a worker calls through ``call``
+    BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "pull_rows"})
+    # the methods whose answer holds views of the held values, for a call whose answer is
+    # copied into its reply segment before any other call runs (``call`` with a reply)
+    VIEWS = {"pull": "_values", "pushpull": "_pushed_values"}
 
-    async def call(self, method, args, path, reply):
-        """``method(*args)`` (one of ``BULK``) for a worker on this machine: the large
-        arrays of ``args`` are read from the shared-memory segment ``path`` and those of
-        the answer written into the segment ``reply`` (``nets.kv.transport``)."""
+    async def call(self, request):
+        """``method(*args)`` (one of ``BULK``) for a worker: ``request`` is ``(method, args,
+        path, reply)``, one argument (Ray's cost of a call grows with its count of
+        arguments). A worker on this machine names shared-memory segments: the large
+        arrays of ``args`` are read from the segment ``path`` and those of the answer
+        written into the segment ``reply`` (``nets.kv.transport``); a distant worker gives
+        None for both and gets the answer in Ray's message."""
+        method, args, path, reply = request
         if method not in self.BULK:
             raise NetsError(f"server call: {method!r} is not one of {sorted(self.BULK)}")
-        method = "_values" if method == "pull" else method  # (copied into ``reply``)
+        if reply is not None:
+            method = self.VIEWS.get(method, method)  # (copied into ``reply``)
         result = getattr(self, method)(*self.maps.unstage(args, path))
         if asyncio.iscoroutine(result):
             result = await result
@@ -253,6 +264,17 @@ class Server:
             self.store.pull(key, out=o, ignore_sparse=False)
             out.append(o.asnumpy())
         return out
+
+    async def pushpull(self, rank, items, hyper, pulls):
+        """``push(rank, items, hyper)`` then ``pull(rank, pulls)`` in one call: the pull's
+        ``(key, pushes)`` count this call's pushes, so it is answered once they are
+        applied (under ``dist_sync``: their rounds completed)."""
+        return [np.array(v) for v in await self._pushed_values(rank, items, hyper, pulls)]
+
+    async def _pushed_values(self, rank, items, hyper, pulls):
+        """``pushpull``'s arrays as views of the held values (``_values``)."""
+        await self.push(rank, items, hyper)
+        return await self._values(rank, pulls)
 
     async def _after(self, what, rank, key, pushes):
         """Return once the first ``pushes`` pushes of ``key`` by worker ``rank`` are

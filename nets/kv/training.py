@@ -109,11 +109,9 @@ def _merge_rows(weight, grad, rows, value):
 
 
 def reduce_grads(store, items):
-    """Sum each ``(key, gradient)`` of ``items`` through the store (pushed, then pulled
-    back into the gradient, one call per server each) for an update made outside the
-    store."""
+    """Sum each ``(key, gradient)`` of ``items`` through the store (pushed and pulled
+    back into the gradient by one ``pushpull``: one call per server) for an update made
+    outside the store."""
     if not items:
         return
-    keys, grads = [k for k, _ in items], [g for _, g in items]
-    store.push(keys, grads)
-    store.pull(keys, out=grads, ignore_sparse=False)
+    store.pushpull([k for k, _ in items], [g for _, g in items], ignore_sparse=False)

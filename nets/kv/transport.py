@@ -72,36 +72,43 @@ def _big(obj):
     return isinstance(obj, np.ndarray) and obj.nbytes >= STAGE_BYTES and not obj.dtype.hasobject
 
 
-def _layout(obj):
-    """``(total bytes, {id(array): offset})`` of ``obj``'s large arrays, each aligned."""
-    offsets, total = {}, 0
+def _stage(obj):
+    """``(obj with each large array replaced by a _Staged entry, [(offset, array)], total
+    bytes)``: the arrays laid out one after another, each aligned (an array met twice
+    is laid out once), in one pass over ``obj``."""
+    arrays, offsets, total = [], {}, 0
 
-    def visit(o):
-        nonlocal total
-        if _big(o) and id(o) not in offsets:
-            offsets[id(o)] = total
-            total += -(-o.nbytes // _ALIGN) * _ALIGN
-        return o
-    _walk(obj, visit)
-    return total, offsets
-
-
-def _write(obj, buf, offsets):
     def put(o):
+        nonlocal total
         if not _big(o):
             return o
-        at = offsets[id(o)]
-        np.copyto(np.frombuffer(buf, o.dtype, o.size, at).reshape(o.shape), o)
+        at = offsets.get(id(o))
+        if at is None:
+            at = offsets[id(o)] = total
+            arrays.append((at, o))
+            total += -(-o.nbytes // _ALIGN) * _ALIGN
         return _Staged(at, o.shape, o.dtype.str)
-    return _walk(obj, put)
+    return _walk(obj, put), arrays, total
 
 
-def _read(obj, buf, copy=True):
-    """``obj`` with each ``_Staged`` entry replaced by its array in ``buf``: a fresh
-    aligned copy, or (``copy=False``) a writable view of ``buf``."""
+def _copy_in(buf, arrays):
+    """Write ``_stage``'s ``[(offset, array)]`` into ``buf``."""
+    for at, o in arrays:
+        np.copyto(np.frombuffer(buf, o.dtype, o.size, at).reshape(o.shape), o)
+
+
+def _read(obj, mapping, copy=True):
+    """``obj`` with each ``_Staged`` entry replaced by its array in the buffer that
+    ``mapping()`` gives (called at the first entry: not at all when there is none): a
+    fresh aligned copy, or (``copy=False``) a writable view of the buffer."""
+    buf = None
+
     def get(o):
+        nonlocal buf
         if not isinstance(o, _Staged):
             return o
+        if buf is None:
+            buf = mapping()
         dtype = np.dtype(o.dtype)
         view = np.frombuffer(buf, dtype, int(np.prod(o.shape, dtype=np.int64)),
                              o.offset).reshape(o.shape)
@@ -160,12 +167,13 @@ class Pool:
     def request(self, args):
         """``(args with large arrays staged, request path or None, reply segment,
         segments)``: what a call to a server on this machine sends."""
-        total, offsets = _layout(args)
+        args, arrays, total = _stage(args)
         segs = []
         path = None
         if total:
             seg = self._take(total)
-            args, path = _write(args, seg.map, offsets), seg.path
+            _copy_in(seg.map, arrays)
+            path = seg.path
             segs.append(seg)
         reply = self._take(0)
         segs.append(reply)
@@ -176,9 +184,11 @@ class Pool:
         (copies, or with ``copy=False`` views valid until the pool's next call), the
         call's segments returned to the pool."""
         reply = segs[-1]
-        if _has_staged(got):
+
+        def mapping():
             reply.fit(0)  # (the server may have grown it)
-            got = _read(got, reply.map, copy)
+            return reply.map
+        got = _read(got, mapping, copy)
         self._free += segs
         return got
 
@@ -230,12 +240,6 @@ def _alive(pid):
     return True
 
 
-def _has_staged(obj):
-    found = []
-    _walk(obj, lambda o: found.append(o) if isinstance(o, _Staged) else o)
-    return bool(found)
-
-
 class Maps:
     """A server's mappings of the segments workers name, kept between calls (mapping a
     file again costs a page fault per page touched); at most ``keep`` of them, the
@@ -267,13 +271,15 @@ class Maps:
         """The server's side of a request: ``args`` with its staged arrays as writable
         views of the segment ``path``, valid during the call (the worker reuses the
         segment only after the answer)."""
-        return args if path is None else _read(args, self.get(path), copy=False)
+        return args if path is None else _read(args, lambda: self.get(path), copy=False)
 
     def stage_into(self, result, path):
         """The server's side of an answer: ``result`` with its large arrays written into
         the segment ``path`` (grown when too small) and replaced by ``_Staged``
         entries."""
-        total, offsets = _layout(result)
-        if path is None or not total:
+        if path is None:
             return result
-        return _write(result, self.get(path, total), offsets)
+        staged, arrays, total = _stage(result)
+        if total:
+            _copy_in(self.get(path, total), arrays)
+        return staged

@@ -249,12 +249,18 @@ def test_a_pull_of_rows_waits_for_the_rounds_of_the_pushes_before_it():
         np.testing.assert_array_equal(rows.data.asnumpy(), expected[[1, 3]])
 
 
-def test_a_pull_of_rows_under_async_waits_for_this_workers_pushes():
+def _async_server():
+    """A dist_async server of 2 workers holding key 0 = ones((3, 2)), SGD with rate 1, and
+    a gradient of 0.25s for it."""
     server = Server(0, num_workers=2, timeout=5)
     server.set_sync(False)
     server.init([(0, pack(nets.nd.ones((3, 2))))])
     server.set_optimizer(nets.optim.SGD(learning_rate=1.0))
-    grad = np.full((3, 2), 0.25, np.float32)
+    return server, np.full((3, 2), 0.25, np.float32)
+
+
+def test_a_pull_of_rows_under_async_waits_for_this_workers_pushes():
+    server, grad = _async_server()
     answer, _ = _run(_rows(server, 1, 0, [0, 2], 1),
                      _push(server, 0, 1, 0, pack(nets.nd.array(grad)), (1.0, 1.0)))
     np.testing.assert_array_equal(unpack(answer[0]).data.asnumpy(), np.full((2, 2), 0.75))
@@ -267,6 +273,34 @@ def test_a_pull_of_rows_after_a_missing_round_times_out_naming_the_key_and_worke
         _run_one(_rows(server, 0, "t", [0], 1))
     assert "row_sparse_pull of key 't' on server 1" in str(e.value)
     assert "workers [0, 1] did not push" in str(e.value) and "NETS_KV_TIMEOUT" in str(e.value)
+
+
+def test_a_pushpull_answers_every_worker_with_the_value_after_its_round():
+    """Two workers' fused calls of one round: each answer is the value after the round's
+    single update (the SGD step on the sum), the same for both workers; the second
+    round's answers follow the second update."""
+    server = Server(0, num_workers=2, timeout=5)
+    start = np.arange(6, dtype=np.float32).reshape(3, 2)
+    server.init([(0, pack(nets.nd.array(start)))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5))
+    g0, g1 = np.full((3, 2), 1, np.float32), np.full((3, 2), 3, np.float32)
+    expected = start
+    for round_no in range(2):
+        answers = _run(server.pushpull(1, [(0, round_no, pack(nets.nd.array(g1)))], (1.0, 0.5),
+                                       [(0, round_no + 1)]),
+                       server.pushpull(0, [(0, round_no, pack(nets.nd.array(g0)))], (1.0, 0.5),
+                                       [(0, round_no + 1)]))
+        expected = expected - 0.5 * (g0 + g1)
+        for answer in answers:
+            np.testing.assert_array_equal(answer[0], expected)
+    assert server.rounds[0].done == 2
+
+
+def test_a_pushpull_under_async_answers_after_its_own_push():
+    server, grad = _async_server()
+    answer = _run_one(server.pushpull(1, [(0, 0, pack(nets.nd.array(grad)))], (1.0, 1.0),
+                                      [(0, 1)]))
+    np.testing.assert_array_equal(answer[0], np.full((3, 2), 0.75))
 
 
 def test_import_nets_does_not_import_ray():
