@@ -132,7 +132,7 @@ class _FirstCompile(event.Listener):
 event.register("numba:compile", _FirstCompile())
 
 
-def jit(fn=None, *, reassoc=False, helper=False):
+def jit(fn=None, *, reassoc=False, helper=False, inline=False):
     """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
     ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``. Under
     ``NUMBA_DISABLE_JIT=1`` the function itself (recorded too).
@@ -152,6 +152,8 @@ def jit(fn=None, *, reassoc=False, helper=False):
                "fastmath": {"reassoc"} if reassoc else False}
     if helper:
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    if inline:
+        options.update(forceinline=True)
 
     def wrap(fn):
         kernel = fn
