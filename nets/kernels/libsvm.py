@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, load_word, trailing_zeros
 
 # error codes reported by parse_range (nets.data.libsvm turns them into messages)
 BAD_LABEL, BAD_FEATURE, BAD_INDEX, BAD_VALUE, ORDER, RANGE, ZERO_INDEX, QID, MULTI, \
@@ -66,11 +66,44 @@ _NAN_WORD, _INF_WORD, _INFINITY_WORD = (int.from_bytes(w, "big")
                                         for w in (b"nan", b"inf", b"infinity"))
 
 
+# eight ASCII bytes at once (a little-endian uint64, the first byte lowest)
+_ZEROS, _NINES_UP, _HIGH_BITS = (np.uint64(0x0101010101010101 * c) for c in (0x30, 0x46, 0x80))
+_LOW_PAIR, _X100, _X1 = (np.uint64(c) for c in
+                         (0x000000FF000000FF, 100 + (1000000 << 32), 1 + (10000 << 32)))
+INT10 = np.array([10 ** k for k in range(19)], np.int64)
+
+
+@jit(helper=True, inline=True)
+def _eight_digits(buf, p, hi):
+    """``(n, value)``: the number of decimal digits starting the eight bytes at ``p``
+    (``p + 8 <= len(buf)``), at most ``hi - p``, and their value. Branch-free SWAR: a
+    byte is a digit when neither subtracting '0' nor adding 0x46 sets its top bit
+    (carries and borrows move up only, so the bytes below the first non-digit are
+    exact); the digits, shifted to the top (zeros below them are leading zeros), are
+    combined in pairs, then in fours, as in fast_float."""
+    x = load_word(buf, p)
+    v = x - _ZEROS
+    n = trailing_zeros(((x + _NINES_UP) | v) & _HIGH_BITS) >> 3
+    if n > hi - p:
+        n = hi - p
+    if n <= 0:
+        return 0, 0
+    v = v << np.uint64(64 - 8 * n)
+    v = v * np.uint64(10) + (v >> np.uint64(8))
+    v = ((v & _LOW_PAIR) * _X100 + ((v >> np.uint64(16)) & _LOW_PAIR) * _X1) >> np.uint64(32)
+    return n, np.int64(v)
+
+
 @jit(helper=True, inline=True)
 def _digits(buf, p, hi):
     """``(value, end)`` of the decimal digits starting at ``p`` (at most 19 read, stopping
     at a non-digit or ``hi``): value -1 unless they are an INT (1 to 18 digits)."""
     v, e = 0, p
+    if p + 8 <= len(buf):
+        n, v = _eight_digits(buf, p, hi)
+        e += n
+        if n < 8:
+            return (v if n else -1), e
     stop = p + 19 if hi - p > 19 else hi
     while e < stop:
         d = buf[e] - 48
@@ -143,15 +176,22 @@ def _number(buf, p, hi):
         neg = buf[p] == 45
         p += 1
     s = p
-    mant = kept = exp10 = frac = 0
+    mant = exp10 = frac = 0
     truncated = False
     while p < hi:
+        if mant < 10000000000 and p + 8 <= len(buf):  # up to eight digits at once
+            n, v = _eight_digits(buf, p, hi)
+            mant = mant * INT10[n] + v
+            exp10 -= frac * n
+            p += n
+            if n == 8:
+                continue
+            if p >= hi:
+                break
         d = buf[p] - 48
         if 0 <= d <= 9:
-            if kept < 18:
-                if mant or d:  # leading zeros are not significant
-                    mant = mant * 10 + d
-                    kept += 1
+            if mant < 100000000000000000:  # fewer than 18 significant digits kept
+                mant = mant * 10 + d
                 exp10 -= frac
             else:
                 exp10 += 1 - frac
