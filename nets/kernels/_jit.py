@@ -137,7 +137,8 @@ event.register("numba:compile", _FirstCompile())
 
 def jit(fn=None, *, reassoc=False, helper=False, inline=False):
     """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
-    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``. Under
+    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``,
+    ``@jit(helper=True, inline=True)``. Under
     ``NUMBA_DISABLE_JIT=1`` the function itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
@@ -150,6 +151,10 @@ def jit(fn=None, *, reassoc=False, helper=False, inline=False):
     Python (or C) call it: numba compiles every function a kernel calls on its own before
     inlining it, and the wrappers, which unbox and check every argument, are a large part
     of a small function's compile. Calling a helper from Python raises numba's error.
+    ``inline=True``: LLVM inlines the function into every caller (its ``alwaysinline``
+    attribute, numba's ``forceinline``): for a hot helper that LLVM's own cost model
+    would leave as a call, e.g. the number parser inside the LibSVM parser's token loop.
+    It costs little to compile (the function is still typed once, on its own).
     """
     options = {"nopython": True, "nogil": True, "error_model": "numpy",
                "fastmath": {"reassoc"} if reassoc else False}

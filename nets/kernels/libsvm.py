@@ -16,6 +16,11 @@ approximation whose error bound keeps it clear of every rounding midpoint); the 
 tokens (within ~1e-30 of a midpoint, subnormal, beyond 1e270) are reported back as "slow"
 (position and byte range) and the caller converts them with ``float``.
 
+A fresh install's first load compiles ``parse_range`` (with the helpers it calls) and
+``count_words``, so the parser is kept small to compile: a line's tokens are read by one
+loop with one call of each helper, bytes are classified by a table, and which grammar rule
+a bad token breaks is told apart in Python (``classify``), off the compiled path.
+
 Invariants every kernel here trusts (nets.data.libsvm checks first):
 - ``buf`` is a 1-D writable uint8 array starting 8-byte aligned; ``bounds`` are non-decreasing
   line starts in it (0, or a position right after a '\\n'), the last one ``len(buf)``;
@@ -169,8 +174,10 @@ def _number(buf, p, hi):
     """``(value, status, end)`` of the NUMBER token starting at ``p``; ``end`` is where it
     stops (a separator or ``hi`` when well formed). One pass over the bytes, the hot loop of
     the parser: the integer and fraction digits in one loop (``frac`` is 1 after the point),
-    up to 18 significant digits kept in ``mant``; later ones only scale (before the point)
-    or are dropped (after it), ``truncated`` noting a dropped non-zero digit."""
+    eight at a time (``_eight_digits``) while ``mant`` has room for eight more, else one
+    at a time. Up to 18 significant digits are kept in ``mant``; later ones only scale
+    (before the point) or are dropped (after it), ``truncated`` noting a dropped non-zero
+    digit. The words nan, inf and infinity are looked for only where no digit is."""
     neg = False
     if p < hi and (buf[p] == 45 or buf[p] == 43):
         neg = buf[p] == 45
