@@ -221,18 +221,28 @@ def popcount(x):
     return int(x).bit_count()
 
 
-@intrinsic
-def _popcount(typingctx, x):
-    if not isinstance(x, types.Integer):
-        return None
+def _bit_intrinsic(llvm_name, *flags):
+    """An intrinsic ``int64 f(x)`` for an integer ``x``: the LLVM bit-counting intrinsic
+    ``llvm_name`` (``i64 (i64[, i1...])``) on ``x`` cast to 64 unsigned bits, with
+    ``flags`` as its i1 constant arguments."""
+    @intrinsic
+    def bits(typingctx, x):
+        if not isinstance(x, types.Integer):
+            return None
 
-    def codegen(context, builder, sig, args):
-        i64 = ir.IntType(64)
-        value = context.cast(builder, args[0], sig.args[0], types.uint64)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]),
-                                            "llvm.ctpop.i64")
-        return builder.call(fn, [value])
-    return types.int64(x), codegen
+        def codegen(context, builder, sig, args):
+            i64, i1 = ir.IntType(64), ir.IntType(1)
+            value = context.cast(builder, args[0], sig.args[0], types.uint64)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [i64] + [i1] * len(flags)), llvm_name)
+            return builder.call(fn, [value] + [ir.Constant(i1, f) for f in flags])
+        return types.int64(x), codegen
+    bits.__name__ = bits.__qualname__ = llvm_name.replace(".", "_")  # one name each
+    return intrinsic(bits)
+
+
+_popcount = _bit_intrinsic("llvm.ctpop.i64")
+_trailing_zeros = _bit_intrinsic("llvm.cttz.i64", 0)  # 0: defined at 0 (64)
 
 
 @overload(popcount)
@@ -245,20 +255,6 @@ def trailing_zeros(x):
     compiled: one ``llvm.cttz``, a single instruction on x86-64 with BMI)."""
     x = int(x)
     return (x & -x).bit_length() - 1 if x else 64
-
-
-@intrinsic
-def _trailing_zeros(typingctx, x):
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        i64 = ir.IntType(64)
-        value = context.cast(builder, args[0], sig.args[0], types.uint64)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64")
-        return builder.call(fn, [value, ir.Constant(ir.IntType(1), 0)])  # 0 -> 64
-    return types.int64(x), codegen
 
 
 @overload(trailing_zeros)

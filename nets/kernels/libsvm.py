@@ -203,7 +203,7 @@ def _number(buf, p, hi):
             else:
                 exp10 += 1 - frac
                 truncated |= d != 0
-        elif d == -2 and not frac:  # the point
+        elif buf[p] == 46 and not frac:  # the point
             frac = 1
         else:
             break
