@@ -265,8 +265,9 @@ def _(x):
 # -- eight bytes at once --------------------------------------------------------------
 def load_word(a, i):
     """Bytes ``a[i:i + 8]`` of the 1-D uint8 array ``a`` as one little-endian uint64 (byte
-    ``i`` lowest), at any ``i`` (compiled: one unaligned load). The caller guarantees
-    ``0 <= i`` and ``i + 8 <= len(a)``: the load is not bounds checked."""
+    ``i`` lowest), at any ``i`` (compiled: one unaligned native load, so little-endian on
+    the x86-64 and ARM64 machines nets runs on). The caller guarantees ``0 <= i`` and
+    ``i + 8 <= len(a)``: the load is not bounds checked."""
     return np.uint64(int.from_bytes(bytes(a[i:i + 8]), "little"))
 
 
