@@ -19,6 +19,7 @@ import hashlib
 import io
 import lzma
 import os
+import re
 import stat as stat_mode
 import warnings
 import zlib
@@ -110,11 +111,18 @@ def _message(code, spec):
     return next(text for name, text in _MESSAGES.items() if getattr(k, name) == code)
 
 
+_TOKEN = re.compile(rb"[^ \t\r\n#]*")  # a token: up to a blank, a line end or a comment
+
+
+def _token(buf, pos):
+    """The token starting at byte ``pos`` of ``buf``, as bytes."""
+    return _TOKEN.match(buf, pos).group()
+
+
 def _located(buf, pos):
     """``(line ends in buf before pos, the token at pos)``."""
-    token = bytes(buf[pos:pos + 256])
-    end = next((k for k, c in enumerate(token) if c in b" \t\r\n#"), len(token))
-    return int(np.count_nonzero(buf[:pos] == 10)), token[:end].decode("utf-8", "replace")
+    return (int(np.count_nonzero(buf[:pos] == 10)),
+            _token(buf[:pos + 256], pos).decode("utf-8", "replace"))
 
 
 def _count_lines(path, end):
@@ -164,7 +172,7 @@ def _parse(buf, spec, name, lines_before):
     indptr = np.empty(n_rows + parts, INDEX_DTYPE)
     indices = np.empty(nnz_base[-1], INDEX_DTYPE)
     data = np.empty(nnz_base[-1], np.float32 if spec.f32 else np.float64)
-    args = (spec.multilabel, spec.f32, spec.limit, spec.pend, spec.shift, spec.lab_limit)
+    args = (spec.multilabel, spec.limit, spec.pend, spec.shift, spec.lab_limit)
     cap = 256  # slow tokens stored per range; rare (see kernels.libsvm): re-run if exceeded
     while True:
         slow_at = np.empty(cap * parts, INDEX_DTYPE)
@@ -175,9 +183,11 @@ def _parse(buf, spec, name, lines_before):
                          np.int64).reshape(-1, 8)
         failed = np.flatnonzero(stats[:, 4])
         if failed.size:  # the first error in file order
-            nl, token = _located(buf, stats[failed[0], 5])
+            pos = stats[failed[0], 5]
+            nl, token = _located(buf, pos)
             before = lines_before() if callable(lines_before) else lines_before
-            raise _error(name, before + nl + 1, stats[failed[0], 4], spec, token)
+            code = k.classify(stats[failed[0], 4], _token(buf, pos), spec.multilabel)
+            raise _error(name, before + nl + 1, code, spec, token)
         if stats[:, 3].max() <= cap:
             break
         cap = int(stats[:, 3].max())

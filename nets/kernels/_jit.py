@@ -1,7 +1,8 @@
-"""The one way kernels are compiled (lazily, cached on disk, GIL released), and the two
+"""The one way kernels are compiled (lazily, cached on disk, GIL released), and the
 intrinsics kernels use: ``prefetch_row`` to hide the memory latency of scattered row
-reads (``csr``, ``embedding``, ``optim``) and ``popcount`` to rank ids in a bitmap
-(``embedding.unique_slots``). Kernels never share work among themselves: ``nets.parallel``
+reads (``csr``, ``embedding``, ``optim``), ``popcount`` to rank ids in a bitmap
+(``embedding.unique_slots``), ``load_word`` and ``trailing_zeros`` to read eight bytes of
+text at once (``libsvm``). Kernels never share work among themselves: ``nets.parallel``
 splits a call into row ranges, and ``nogil=True`` lets its threads run them at once.
 
 ``KERNELS`` lists every function compiled through ``jit`` (``nets.kernels.cache`` reports
@@ -17,6 +18,8 @@ import contextlib
 import os
 import sys
 import threading
+
+import numpy as np
 
 from llvmlite import ir
 from numba import types
@@ -132,9 +135,10 @@ class _FirstCompile(event.Listener):
 event.register("numba:compile", _FirstCompile())
 
 
-def jit(fn=None, *, reassoc=False, helper=False):
+def jit(fn=None, *, reassoc=False, helper=False, inline=False):
     """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
-    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``. Under
+    ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``,
+    ``@jit(helper=True, inline=True)``. Under
     ``NUMBA_DISABLE_JIT=1`` the function itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
@@ -147,11 +151,17 @@ def jit(fn=None, *, reassoc=False, helper=False):
     Python (or C) call it: numba compiles every function a kernel calls on its own before
     inlining it, and the wrappers, which unbox and check every argument, are a large part
     of a small function's compile. Calling a helper from Python raises numba's error.
+    ``inline=True``: LLVM inlines the function into every caller (its ``alwaysinline``
+    attribute, numba's ``forceinline``): for a hot helper that LLVM's own cost model
+    would leave as a call, e.g. the number parser inside the LibSVM parser's token loop.
+    It costs little to compile (the function is still typed once, on its own).
     """
     options = {"nopython": True, "nogil": True, "error_model": "numpy",
                "fastmath": {"reassoc"} if reassoc else False}
     if helper:
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    if inline:
+        options.update(forceinline=True)
 
     def wrap(fn):
         kernel = fn
@@ -211,20 +221,72 @@ def popcount(x):
     return int(x).bit_count()
 
 
-@intrinsic
-def _popcount(typingctx, x):
-    if not isinstance(x, types.Integer):
-        return None
+def _bit_intrinsic(llvm_name, *flags):
+    """An intrinsic ``int64 f(x)`` for an integer ``x``: the LLVM bit-counting intrinsic
+    ``llvm_name`` (``i64 (i64[, i1...])``) on ``x`` cast to 64 unsigned bits, with
+    ``flags`` as its i1 constant arguments."""
+    @intrinsic
+    def bits(typingctx, x):
+        if not isinstance(x, types.Integer):
+            return None
 
-    def codegen(context, builder, sig, args):
-        i64 = ir.IntType(64)
-        value = context.cast(builder, args[0], sig.args[0], types.uint64)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]),
-                                            "llvm.ctpop.i64")
-        return builder.call(fn, [value])
-    return types.int64(x), codegen
+        def codegen(context, builder, sig, args):
+            i64, i1 = ir.IntType(64), ir.IntType(1)
+            value = context.cast(builder, args[0], sig.args[0], types.uint64)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [i64] + [i1] * len(flags)), llvm_name)
+            return builder.call(fn, [value] + [ir.Constant(i1, f) for f in flags])
+        return types.int64(x), codegen
+    bits.__name__ = bits.__qualname__ = llvm_name.replace(".", "_")  # one name each
+    return intrinsic(bits)
+
+
+_popcount = _bit_intrinsic("llvm.ctpop.i64")
+_trailing_zeros = _bit_intrinsic("llvm.cttz.i64", 0)  # 0: defined at 0 (64)
 
 
 @overload(popcount)
 def _(x):
     return lambda x: _popcount(x)
+
+
+def trailing_zeros(x):
+    """The number of trailing zero bits of ``x`` (a 64-bit unsigned integer; 64 for 0;
+    compiled: one ``llvm.cttz``, a single instruction on x86-64 with BMI)."""
+    x = int(x)
+    return (x & -x).bit_length() - 1 if x else 64
+
+
+@overload(trailing_zeros)
+def _(x):
+    return lambda x: _trailing_zeros(x)
+
+
+# -- eight bytes at once --------------------------------------------------------------
+def load_word(a, i):
+    """Bytes ``a[i:i + 8]`` of the 1-D uint8 array ``a`` as one little-endian uint64 (byte
+    ``i`` lowest), at any ``i`` (compiled: one unaligned native load, so little-endian on
+    the x86-64 and ARM64 machines nets runs on). The caller guarantees ``0 <= i`` and
+    ``i + 8 <= len(a)``: the load is not bounds checked."""
+    return np.uint64(int.from_bytes(bytes(a[i:i + 8]), "little"))
+
+
+@intrinsic
+def _load_word(typingctx, a, i):
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.uint8
+            and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        i64 = ir.IntType(64)
+        offset = context.cast(builder, args[1], sig.args[1], types.int64)
+        address = builder.gep(arr.data, [offset])
+        word = builder.load(builder.bitcast(address, i64.as_pointer()), align=1)
+        return word
+    return types.uint64(a, i), codegen
+
+
+@overload(load_word)
+def _(a, i):
+    return lambda a, i: _load_word(a, i)

@@ -16,6 +16,11 @@ approximation whose error bound keeps it clear of every rounding midpoint); the 
 tokens (within ~1e-30 of a midpoint, subnormal, beyond 1e270) are reported back as "slow"
 (position and byte range) and the caller converts them with ``float``.
 
+A fresh install's first load compiles ``parse_range`` (with the helpers it calls) and
+``count_words``, so the parser is kept small to compile: a line's tokens are read by one
+loop with one call of each helper, bytes are classified by a table, and which grammar rule
+a bad token breaks is told apart in Python (``classify``), off the compiled path.
+
 Invariants every kernel here trusts (nets.data.libsvm checks first):
 - ``buf`` is a 1-D writable uint8 array starting 8-byte aligned; ``bounds`` are non-decreasing
   line starts in it (0, or a position right after a '\\n'), the last one ``len(buf)``;
@@ -30,7 +35,7 @@ import math
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, load_word, trailing_zeros
 
 # error codes reported by parse_range (nets.data.libsvm turns them into messages)
 BAD_LABEL, BAD_FEATURE, BAD_INDEX, BAD_VALUE, ORDER, RANGE, ZERO_INDEX, QID, MULTI, \
@@ -41,6 +46,7 @@ OK, MALFORMED, SLOW = 0, 1, 2
 DECIMAL, NEG_ZERO, NAN, POS_INF, NEG_INF, UNFORMATTED = range(6)
 
 P10 = np.array([float(10 ** k) for k in range(309)])  # correctly rounded powers of ten
+_DD_MIN, _DD_MAX = 2.0 ** -900, 2.0 ** 1000  # no underflow in the error terms (hi * 2**-106)
 DD_K = 270  # 10**k for |k| <= DD_K as double-doubles hi + lo (|lo| <= ulp(hi) / 2; both normal)
 
 
@@ -54,89 +60,63 @@ def _dd_powers():
 P10_HI, P10_LO = _dd_powers()
 
 
-@jit(helper=True)
-def _blank(c):
-    return c == 32 or c == 9 or c == 13
+# byte classes of the grammar: 0 a token's byte, BLANK, or LINE_END ('\n', or '#' starting
+# a comment that runs to the line's end)
+BLANK, LINE_END = 1, 2
+_CLASS = np.zeros(256, np.uint8)
+_CLASS[[32, 9, 13]] = BLANK
+_CLASS[[10, 35]] = LINE_END
+# "nan", "inf" and "infinity" as integers, one byte each (big-endian), for NUMBER's words
+_NAN_WORD, _INF_WORD, _INFINITY_WORD = (int.from_bytes(w, "big")
+                                        for w in (b"nan", b"inf", b"infinity"))
 
 
-@jit(helper=True)
-def _sep(c):
-    """A byte that ends a token: a blank, '\\n' or '#'."""
-    return c == 32 or c == 9 or c == 13 or c == 10 or c == 35
+# eight ASCII bytes at once (a little-endian uint64, the first byte lowest)
+_ZEROS, _NINES_UP, _HIGH_BITS = (np.uint64(0x0101010101010101 * c) for c in (0x30, 0x46, 0x80))
+_LOW_PAIR, _X100, _X1 = (np.uint64(c) for c in
+                         (0x000000FF000000FF, 100 + (1000000 << 32), 1 + (10000 << 32)))
+INT10 = np.array([10 ** k for k in range(19)], np.int64)
 
 
-@jit(helper=True)
-def _token_end(buf, p, hi):
-    """End of the token starting at ``p``: the next separator or ``hi``."""
-    while p < hi and not _sep(buf[p]):
-        p += 1
-    return p
+@jit(helper=True, inline=True)
+def _eight_digits(buf, p, hi):
+    """``(n, value)``: the number of decimal digits starting the eight bytes at ``p``
+    (``p + 8 <= len(buf)``), at most ``hi - p``, and their value. Branch-free SWAR: a
+    byte is a digit when neither subtracting '0' nor adding 0x46 sets its top bit
+    (carries and borrows move up only, so the bytes below the first non-digit are
+    exact); the digits, shifted to the top (zeros below them are leading zeros), are
+    combined in pairs, then in fours, as in fast_float."""
+    x = load_word(buf, p)
+    v = x - _ZEROS
+    n = trailing_zeros(((x + _NINES_UP) | v) & _HIGH_BITS) >> 3
+    if n > hi - p:
+        n = hi - p
+    if n <= 0:
+        return 0, 0
+    v = v << np.uint64(64 - 8 * n)
+    v = v * np.uint64(10) + (v >> np.uint64(8))
+    v = ((v & _LOW_PAIR) * _X100 + ((v >> np.uint64(16)) & _LOW_PAIR) * _X1) >> np.uint64(32)
+    return n, np.int64(v)
 
 
-@jit(helper=True)
-def _skip_blanks(buf, p, hi):
-    while p < hi and _blank(buf[p]):
-        p += 1
-    return p
-
-
-@jit(helper=True)
-def _line_end(buf, p, hi):
-    while p < hi and buf[p] != 10:
-        p += 1
-    return p
-
-
-@jit(helper=True)
-def _find(buf, s, e, c):
-    for p in range(s, e):
-        if buf[p] == c:
-            return p
-    return -1
-
-
-@jit(helper=True)
-def _uint(buf, s, e):
-    """The INT in ``buf[s:e]``, or -1 if it is not 1 to 18 digits."""
-    if e <= s or e - s > 18:
-        return -1
-    v = 0
-    for p in range(s, e):
-        d = buf[p] - 48
+@jit(helper=True, inline=True)
+def _digits(buf, p, hi):
+    """``(value, end)`` of the decimal digits starting at ``p`` (at most 19 read, stopping
+    at a non-digit or ``hi``): value -1 unless they are an INT (1 to 18 digits)."""
+    v, e = 0, p
+    if p + 8 <= len(buf):
+        n, v = _eight_digits(buf, p, hi)
+        e += n
+        if n < 8:
+            return (v if n else -1), e
+    stop = p + 19 if hi - p > 19 else hi
+    while e < stop:
+        d = buf[e] - 48
         if d < 0 or d > 9:
-            return -1
+            break
         v = v * 10 + d
-    return v
-
-
-@jit(helper=True)
-def _is_word(buf, s, e, word):
-    """``buf[s:e]`` equals the lower-case ASCII ``word`` (uint8 array), ignoring case."""
-    if e - s != len(word):
-        return False
-    for k in range(len(word)):
-        if buf[s + k] | 32 != word[k]:
-            return False
-    return True
-
-
-_NAN = np.frombuffer(b"nan", np.uint8).copy()
-_INF = np.frombuffer(b"inf", np.uint8).copy()
-_INFINITY = np.frombuffer(b"infinity", np.uint8).copy()
-
-
-@jit(helper=True)
-def _f32_safe(a):
-    """True when every float64 within a relative 2**-50 of ``a`` > 0 rounds to the same float32
-    as ``a``: ``a`` is a normal float32-range value clear of the rounding midpoints."""
-    if not 1e-37 < a < 3e38:
-        return False
-    f = np.float64(np.float32(a))
-    m, ex = math.frexp(f)
-    ulp = math.ldexp(1.0, ex - 24)
-    below = ulp / 4 if m == 0.5 else ulp / 2  # the gap halves below a power of two
-    tol = a * 8.881784197001252e-16  # 2**-50 > the error of decimal_value's approximation
-    return a - (f - below) > tol and (f + ulp / 2) - a > tol
+        e += 1
+    return (v if p < e < p + 19 else -1), e
 
 
 @jit(helper=True)
@@ -162,122 +142,109 @@ def dd_mul10(m_hi, m_lo, k):
 
 
 @jit(helper=True)
-def decimal_value(mant, exp10, truncated, f32):
+def decimal_value(mant, exp10, truncated):
     """``(v, status)`` for the decimal ``mant * 10**exp10`` (0 <= ``mant`` < 10**18;
     ``truncated``: non-zero digits were dropped after the 18th, a relative error < 1e-17).
 
     ``v`` is the correctly rounded float64, proved so: Clinger's fast path (both factors
     exact, one rounding), or a double-double product whose error bound keeps the decimal
-    clear of the rounding midpoints around ``v``. For float32 output, first a cheaper float64
-    approximation (within 2**-50) clear of the float32 midpoints: it rounds to the float32
-    the correctly rounded float64 rounds to. Anything else (near a midpoint, subnormal,
-    overflowing): status SLOW, for Python's float().
+    clear of the rounding midpoints around ``v``; a float32 result is ``v`` cast, as Python's
+    ``float(token)`` cast is. Anything else (near a midpoint, subnormal, overflowing):
+    status SLOW, for Python's float().
     """
     if mant == 0:
         return 0.0, OK
     if mant <= 9007199254740992 and -22 <= exp10 <= 22:  # implies not truncated
         v = mant * P10[exp10] if exp10 >= 0 else mant / P10[-exp10]
         return v, OK
-    if f32 and -308 <= exp10 <= 308:
-        v = mant * P10[exp10] if exp10 >= 0 else mant / P10[-exp10]
-        if _f32_safe(v):
-            return v, OK
     if -DD_K <= exp10 <= DD_K:
-        m_hi = np.float64(mant)
-        hi, lo = dd_mul10(m_hi, np.float64(mant - np.int64(m_hi)), exp10)
-        if 2.0 ** -900 < hi < 2.0 ** 1000:  # no underflow in the error terms (hi * 2**-106)
-            m, ex = math.frexp(hi)
-            ulp = math.ldexp(1.0, ex - 53)
-            half = ulp / 4 if m == 0.5 and lo < 0 else ulp / 2  # the gap halves below 2**n
-            tol = hi * (3.2e-30 + (1e-17 if truncated else 0.0))  # 3.2e-30 > 2**-98
-            if abs(lo) + tol < half:
-                return hi, OK
+        m_hi = float(mant)
+        hi, lo = dd_mul10(m_hi, float(mant - int(m_hi)), exp10)
+        # hi rounds hi + lo + error for any error up to tol: adding lo -/+ tol to hi leaves
+        # hi (rounding to nearest, against the gap on each side of hi); 2 * tol covers the
+        # rounding of lo -/+ tol and a tie
+        tol = 2 * hi * (3.2e-30 + (1e-17 if truncated else 0.0))  # 3.2e-30 > 2**-98
+        if _DD_MIN < hi < _DD_MAX and hi + (lo + tol) == hi and hi + (lo - tol) == hi:
+            return hi, OK
     return 0.0, SLOW
 
 
-@jit(helper=True)
-def _number(buf, s, hi, f32):
-    """``(value, status, end)`` of the NUMBER token starting at ``s``; ``end`` is the token's
-    end (the next separator or ``hi``). One pass over the bytes: the hot loop of the parser."""
-    p, neg = s, False
-    if p < hi and (buf[p] == 43 or buf[p] == 45):
+@jit(helper=True, inline=True)
+def _number(buf, p, hi):
+    """``(value, status, end)`` of the NUMBER token starting at ``p``; ``end`` is where it
+    stops (a separator or ``hi`` when well formed). One pass over the bytes, the hot loop of
+    the parser: the integer and fraction digits in one loop (``frac`` is 1 after the point),
+    eight at a time (``_eight_digits``) while ``mant`` has room for eight more, else one
+    at a time. Up to 18 significant digits are kept in ``mant``; later ones only scale
+    (before the point) or are dropped (after it), ``truncated`` noting a dropped non-zero
+    digit. The words nan, inf and infinity are looked for only where no digit is."""
+    neg = False
+    if p < hi and (buf[p] == 45 or buf[p] == 43):
         neg = buf[p] == 45
         p += 1
-    if p < hi and (buf[p] | 32 == 110 or buf[p] | 32 == 105):  # n or i
-        e = _token_end(buf, p, hi)
-        if _is_word(buf, p, e, _NAN):
-            return np.nan, OK, e
-        if _is_word(buf, p, e, _INF) or _is_word(buf, p, e, _INFINITY):
-            return -np.inf if neg else np.inf, OK, e
-        return 0.0, MALFORMED, e
-    # the mantissa: up to 18 significant digits are kept; later ones only scale (integer
-    # part) or are dropped (fraction), `truncated` noting a dropped non-zero digit
-    start = p
-    while p < hi and buf[p] == 48:  # leading zeros
-        p += 1
-    mant, kept, exp10, truncated = 0, 0, 0, False
+    s = p
+    mant = exp10 = frac = 0
+    truncated = False
     while p < hi:
-        d = buf[p] - 48
-        if d < 0 or d > 9:
-            break
-        if kept < 18:
-            mant = mant * 10 + d
-            kept += 1
-        else:
-            exp10 += 1
-            truncated |= d != 0
-        p += 1
-    digits = p - start
-    if p < hi and buf[p] == 46:
-        p += 1
-        frac = p
-        if kept == 0:
-            while p < hi and buf[p] == 48:  # zeros after the point, before any other digit
-                p += 1
-            exp10 -= p - frac
-        while p < hi:
-            d = buf[p] - 48
-            if d < 0 or d > 9:
+        if mant < 10000000000 and p + 8 <= len(buf):  # up to eight digits at once
+            n, v = _eight_digits(buf, p, hi)
+            mant = mant * INT10[n] + v
+            exp10 -= frac * n
+            p += n
+            if n == 8:
+                continue
+            if p >= hi:
                 break
-            if kept < 18:
+        d = buf[p] - 48
+        if 0 <= d <= 9:
+            if mant < 100000000000000000:  # fewer than 18 significant digits kept
                 mant = mant * 10 + d
-                kept += 1
-                exp10 -= 1
+                exp10 -= frac
             else:
+                exp10 += 1 - frac
                 truncated |= d != 0
-            p += 1
-        digits += p - frac
+        elif buf[p] == 46 and not frac:  # the point
+            frac = 1
+        else:
+            break
+        p += 1
+    digits = p - s - frac
     if digits and p < hi and buf[p] | 32 == 101:  # e
         p += 1
         eneg = False
-        if p < hi and (buf[p] == 43 or buf[p] == 45):
+        if p < hi and (buf[p] == 45 or buf[p] == 43):
             eneg = buf[p] == 45
             p += 1
-        ex, edigits = 0, 0
+        first, ex = p, 0
         while p < hi and 48 <= buf[p] <= 57:
             if ex < 100000:  # beyond any float: saturate (the value goes to the slow path)
                 ex = ex * 10 + buf[p] - 48
-            edigits += 1
             p += 1
-        if not edigits:
-            return 0.0, MALFORMED, _token_end(buf, p, hi)
+        digits *= p > first
         exp10 += -ex if eneg else ex
-    if digits == 0 or (p < hi and not _sep(buf[p])):
-        return 0.0, MALFORMED, _token_end(buf, p, hi)
-    v, status = decimal_value(mant, exp10, truncated, f32)
+    if digits == 0:  # nan, inf, infinity (any case), or malformed
+        key, p = 0, s
+        while p < hi and _CLASS[buf[p]] == 0:
+            key = key << 8 | (buf[p] | 32) if p - s < 8 else -1
+            p += 1
+        if key == _NAN_WORD:
+            return np.nan, OK, p
+        if key == _INF_WORD or key == _INFINITY_WORD:
+            return -np.inf if neg else np.inf, OK, p
+        return 0.0, MALFORMED, p
+    if p < hi and _CLASS[buf[p]] == 0:
+        return 0.0, MALFORMED, p
+    v, status = decimal_value(mant, exp10, truncated)
     return (-v if neg else v), status, p
 
 
 @jit(helper=True)
-def _labels(buf, s, e, lab_ids, n, lab_limit):
-    """Parse the multi-label token ``buf[s:e]`` into ``lab_ids[n:]`` sorted: (new n, error)."""
-    start, p = n, s
+def _labels(buf, p, e, lab_ids, n, lab_limit):
+    """Parse the multi-label token ``buf[p:e]`` into ``lab_ids[n:]`` sorted: (new n, error)."""
+    start = n
     while True:
-        q = p
-        while q < e and buf[q] != 44:
-            q += 1
-        v = _uint(buf, p, q)
-        if v < 0:
+        v, q = _digits(buf, p, e)
+        if v < 0 or (q < e and buf[q] != 44):
             return n, BAD_LABEL
         if v > lab_limit:
             return n, LABEL_RANGE
@@ -295,124 +262,122 @@ def _labels(buf, s, e, lab_ids, n, lab_limit):
 
 
 @jit
-def parse_range(buf, lo, hi, f32, limit, pend, shift, lab_limit,
+def parse_range(buf, lo, hi, limit, pend, shift, lab_limit,
                 labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos):
     """Parse the lines in ``buf[lo:hi]``.
 
     Rows go to ``labels``/``qids`` (-1: no qid)/``indptr``/``indices``/``data``, multi-label
     ids to ``lab_ptr``/``lab_ids``, which are None for a single-label file: numba then drops
-    the multi-label branches before compiling (it prunes tests of an argument against None),
+    the multi-label branch before compiling (it prunes tests of an argument against None),
     and each kind of file compiles only its own label parser. A feature index ``raw`` must
     be <= ``limit``; it is stored as ``raw - shift`` (shift 1: a one-based file, where 0 is
     an error) and must increase along a line. The first index equal to ``pend`` is
     remembered (the caller decides later whether it was out of range). Slow tokens:
     ``slow_at[k]`` is the value's position in ``data`` (or ``-(row + 1)`` for a label),
     ``slow_pos[k]`` its byte range; only the first ``len(slow_at)`` are stored, all are
-    counted.
+    counted. A line's tokens are read by one loop (``field``: 0 at a line's start, 1 after
+    its label, 2 after its first feature or qid), so each NUMBER, label or value, is read
+    by the same call of ``_number``. An error is reported at the start of its token, as
+    the token's first failing part: ``classify`` names the rule it breaks.
     Returns (rows, nnz, n_label_ids, n_slow, error, error_pos, pend_pos, saw_zero (0/1)).
     """
-    r = nnz = nlab = nslow = saw_zero = 0
-    pend_pos = -1
+    r = nnz = nlab = nslow = saw_zero = field = err = 0
+    pend_pos = prev = -1
     cap = len(slow_at)
     indptr[0] = 0
     if lab_ids is not None:
         lab_ptr[0] = 0
     p = lo
-    while p < hi:
-        p = _skip_blanks(buf, p, hi)
-        if p >= hi:
-            break
-        if buf[p] == 10:
+    while True:
+        while p < hi and _CLASS[buf[p]] == BLANK:
+            p += 1
+        if p >= hi or _CLASS[buf[p]] == LINE_END:
+            if field:
+                r += 1
+                indptr[r] = nnz
+                field = 0
+            if p >= hi:
+                break
+            while p < hi and buf[p] != 10:  # a comment runs to the line's end
+                p += 1
             p += 1
             continue
-        if buf[p] == 35:
-            p = _line_end(buf, p, hi)
-            continue
-        if lab_ids is not None:
-            e = _token_end(buf, p, hi)
-            if _find(buf, p, e, 58) < 0:  # a first token without ':' is the label list
-                nlab, err = _labels(buf, p, e, lab_ids, nlab, lab_limit)
-                if err:
-                    return r, nnz, nlab, nslow, err, p, pend_pos, saw_zero
-                p = e
-            lab_ptr[r + 1] = nlab
-        else:
-            v, status, e = _number(buf, p, hi, f32)
-            if status == MALFORMED:
-                e = _token_end(buf, p, hi)
-                err = MULTI if _find(buf, p, e, 44) >= 0 and _find(buf, p, e, 58) < 0 \
-                    else BAD_LABEL
-                return r, nnz, nlab, nslow, err, p, pend_pos, saw_zero
-            if status == SLOW:
-                if nslow < cap:
-                    slow_at[nslow] = -(r + 1)
-                    slow_pos[nslow, 0], slow_pos[nslow, 1] = p, e
-                nslow += 1
-            labels[r] = v
-            p = e
-        qids[r] = -1
-        p = _skip_blanks(buf, p, hi)
-        if hi - p >= 4 and buf[p] == 113 and buf[p + 1] == 105 and buf[p + 2] == 100 \
-                and buf[p + 3] == 58:  # qid:
-            e = _token_end(buf, p, hi)
-            q = _uint(buf, p + 4, e)
-            if q < 0:
-                return r, nnz, nlab, nslow, QID, p, pend_pos, saw_zero
+        if field == 0:  # the line's label
+            qids[r] = -1
+            prev, field = -1, 1
+            if lab_ids is not None:  # a first token without ':' is the label list
+                e, colon = p, False
+                while e < hi and _CLASS[buf[e]] == 0:
+                    colon |= buf[e] == 58
+                    e += 1
+                if not colon:
+                    nlab, err = _labels(buf, p, e, lab_ids, nlab, lab_limit)
+                    if err:
+                        break
+                    p = e
+                lab_ptr[r + 1] = nlab
+                continue
+            s = p
+        elif field == 1 and hi - p >= 4 and buf[p] == 113 and buf[p + 1] == 105 \
+                and buf[p + 2] == 100 and buf[p + 3] == 58:  # qid:
+            q, e = _digits(buf, p + 4, hi)
+            if q < 0 or (e < hi and _CLASS[buf[e]] == 0):
+                err = QID
+                break
             qids[r] = q
+            field = 2
             p = e
-        prev = -1
-        while True:
-            p = _skip_blanks(buf, p, hi)
-            if p >= hi or buf[p] == 10:
+            continue
+        else:  # a feature
+            field = 2
+            raw, colon = _digits(buf, p, hi)
+            if raw < 0 or colon >= hi or buf[colon] != 58:
+                err = BAD_FEATURE
                 break
-            if buf[p] == 35:
-                p = _line_end(buf, p, hi)
-                break
-            raw, colon = 0, p
-            while colon < hi and colon - p < 19:  # the index, up to its ':'
-                d = buf[colon] - 48
-                if d < 0 or d > 9:
+            idx = raw - shift
+            if idx <= prev or raw > limit or raw == pend:
+                err = RANGE if raw > limit else ZERO_INDEX if idx < 0 else \
+                    ORDER if idx <= prev else 0
+                if err:
                     break
-                raw = raw * 10 + d
-                colon += 1
-            if colon == p or colon - p > 18 or colon >= hi or buf[colon] != 58:
-                e = _token_end(buf, p, hi)
-                err = BAD_INDEX
-                if _find(buf, p, e, 58) < 0:
-                    err = BAD_FEATURE
-                elif hi - p >= 4 and buf[p] == 113 and buf[p + 1] == 105 and buf[p + 2] == 100 \
-                        and buf[p + 3] == 58:
-                    err = QID
-                return r, nnz, nlab, nslow, err, p, pend_pos, saw_zero
-            if raw > limit:
-                return r, nnz, nlab, nslow, RANGE, p, pend_pos, saw_zero
+                if pend_pos < 0:
+                    pend_pos = p
             if raw == 0:
-                if shift:
-                    return r, nnz, nlab, nslow, ZERO_INDEX, p, pend_pos, saw_zero
                 saw_zero = 1
-            if raw == pend and pend_pos < 0:
-                pend_pos = p
-            if raw - shift <= prev:
-                return r, nnz, nlab, nslow, ORDER, p, pend_pos, saw_zero
-            v, status, e = _number(buf, colon + 1, hi, f32)
+            prev = idx
+            s = colon + 1
+        v, status, e = _number(buf, s, hi)
+        if status:
             if status == MALFORMED:
-                return r, nnz, nlab, nslow, BAD_VALUE, p, pend_pos, saw_zero
-            if status == SLOW:
-                if nslow < cap:
-                    slow_at[nslow] = nnz
-                    slow_pos[nslow, 0], slow_pos[nslow, 1] = colon + 1, e
-                nslow += 1
-            prev = raw - shift
+                err = BAD_VALUE if field == 2 else BAD_LABEL
+                break
+            if nslow < cap:
+                slow_at[nslow] = nnz if field == 2 else -(r + 1)
+                slow_pos[nslow, 0], slow_pos[nslow, 1] = s, e
+            nslow += 1
+        if field == 2:
             indices[nnz] = prev
             data[nnz] = v
             nnz += 1
-            p = e
-        r += 1
-        indptr[r] = nnz
-    return r, nnz, nlab, nslow, 0, -1, pend_pos, saw_zero
+        else:
+            labels[r] = v
+        p = e
+    return r, nnz, nlab, nslow, err, (p if err else -1), pend_pos, saw_zero
 
 
-@jit
+def classify(code, token, multilabel=False):
+    """The error code naming the rule that ``token`` (the whole token at the position
+    ``parse_range`` reports) breaks: parse_range reports a feature whose index part fails
+    as BAD_FEATURE, and a single-label file's bad label as BAD_LABEL; here the first is
+    told apart into BAD_FEATURE (no ':'), QID (a misplaced ``qid:``) and BAD_INDEX, and the
+    second into MULTI (a comma-separated label list) and BAD_LABEL."""
+    if code == BAD_FEATURE and b":" in token:
+        return QID if token.startswith(b"qid:") else BAD_INDEX
+    if code == BAD_LABEL and not multilabel and b"," in token and b":" not in token:
+        return MULTI
+    return code
+
+
 def line_bounds(buf, parts):
     """``parts + 1`` line starts splitting ``buf`` into ``parts`` ranges of about equal size."""
     n = len(buf)
@@ -420,8 +385,9 @@ def line_bounds(buf, parts):
     out[0], out[parts] = 0, n
     for k in range(1, parts):
         p = max(k * n // parts, out[k - 1])
-        while 0 < p < n and buf[p - 1] != 10:
-            p += 1
+        while 0 < p < n and buf[p - 1] != 10:  # move to the start of the next line
+            step = buf[p:p + (1 << 16)].tobytes().find(b"\n")
+            p = p + step + 1 if step >= 0 else min(p + (1 << 16), n)
         out[k] = p
     return out
 
@@ -438,33 +404,31 @@ def _zero_bytes(y):
 
 
 @jit
-def count_range(buf, lo, hi):
-    """('\\n', ':', ',') counts in ``buf[lo:hi]``: the capacities parse_range needs.
-
-    Eight bytes at a time (numba does not vectorise the byte loop, so one word per step
-    beats one byte per step); ``buf`` must start 8-byte aligned.
-    """
-    words = buf[:len(buf) // 8 * 8].view(np.uint64)
-    a = min(hi, (lo + 7) // 8 * 8)
-    b = max(a, hi // 8 * 8)  # [a, b): whole aligned words
+def count_words(words, lo, hi):
+    """('\\n', ':', ',') counts in the 8-byte words ``words[lo:hi]`` (uint64): eight bytes a
+    step (numba does not vectorise the byte loop, so one word per step beats one byte per
+    step)."""
     nl = co = cm = 0
-    for p in range(lo, a):
-        nl += buf[p] == 10
-        co += buf[p] == 58
-        cm += buf[p] == 44
-    for i in range(a // 8, b // 8):
+    for i in range(lo, hi):
         x = words[i]
         nl += _zero_bytes(x ^ _NEWLINES)
         co += _zero_bytes(x ^ _COLONS)
         cm += _zero_bytes(x ^ _COMMAS)
-    for p in range(b, hi):
-        nl += buf[p] == 10
-        co += buf[p] == 58
-        cm += buf[p] == 44
     return nl, co, cm
 
 
-def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, row_base,
+def count_range(buf, lo, hi):
+    """('\\n', ':', ',') counts in ``buf[lo:hi]``: the capacities parse_range needs. The
+    whole 8-byte words of the range go to ``count_words`` (``buf`` must start 8-byte
+    aligned), the few bytes before and after them to Python."""
+    a = min(hi, -(-lo // 8) * 8)
+    b = max(a, hi // 8 * 8)
+    nl, co, cm = count_words(buf[:len(buf) // 8 * 8].view(np.uint64), a // 8, b // 8)
+    ends = buf[lo:a].tobytes() + buf[b:hi].tobytes()
+    return nl + ends.count(b"\n"), co + ends.count(b":"), cm + ends.count(b",")
+
+
+def parse_part(buf, bounds, k, multilabel, limit, pend, shift, lab_limit, row_base,
                nnz_base, lab_base, labels, qids, lab_ptr, lab_ids, indptr, indices, data,
                slow_at, slow_pos):
     """``parse_range`` on range ``k``, ``[bounds[k], bounds[k + 1])``, of a block parsed in
@@ -482,7 +446,7 @@ def parse_part(buf, bounds, k, multilabel, f32, limit, pend, shift, lab_limit, r
     r1, n1, l1 = row_base[k + 1], nnz_base[k + 1], lab_base[k + 1]
     lab_ptr, lab_ids = ((lab_ptr[r0 + k:r1 + k + 1], lab_ids[l0:l1]) if multilabel
                         else (None, None))
-    return parse_range(buf, bounds[k], bounds[k + 1], f32, limit, pend, shift, lab_limit,
+    return parse_range(buf, bounds[k], bounds[k + 1], limit, pend, shift, lab_limit,
                        labels[r0:r1], qids[r0:r1], lab_ptr, lab_ids,
                        indptr[r0 + k:r1 + k + 1], indices[n0:n1], data[n0:n1],
                        slow_at[k * cap:(k + 1) * cap], slow_pos[k * cap:(k + 1) * cap])
@@ -516,7 +480,7 @@ def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
                     break
                 hi, lo = dd_mul10(a, 0.0, s)  # a * 10**s, nearly exactly
                 m = np.int64(np.rint(hi)) + np.int64(np.rint(lo + (hi - np.rint(hi))))
-                w, st = decimal_value(m, -s, False, f32)
+                w, st = decimal_value(m, -s, False)
                 if st == OK and m > 0 and ((np.float32(w) == np.float32(a)) if f32 else w == a):
                     e = -s
                     while m % 10 == 0:
@@ -547,6 +511,7 @@ def _put_bytes(out, p, word):
 
 
 _NEG_ZERO = np.frombuffer(b"-0", np.uint8).copy()
+_NAN = np.frombuffer(b"nan", np.uint8).copy()
 _POS_INF = np.frombuffer(b"inf", np.uint8).copy()
 _NEG_INF = np.frombuffer(b"-inf", np.uint8).copy()
 
