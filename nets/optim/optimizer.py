@@ -456,6 +456,7 @@ class RowSelection:
             lines.append(line)
             given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
+        self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
         self._weight_line = weight_line
         # (with every row selected, every storage holds every row: only a row_sparse
         # gradient, lacking some, has a line)
@@ -479,7 +480,7 @@ class RowSelection:
         one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
         streams memory at the bandwidth one core already gets: one call."""
         pos, count = self.pos, self.count
-        args = (self.weight, self.grad, *self.states, *np.array(floats, self.dtype), *flags)
+        args = (*self._arrays, *np.array(floats, self.dtype), *flags)
         if not pos.shape[1]:
             kernel(pos, 0, count, *args)
             return
