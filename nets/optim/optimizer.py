@@ -52,6 +52,11 @@ class Record:
         self.step, self.log_decay, self.stamps = step, log_decay, stamps
         self.rows = self._operands = None
 
+    def __reduce__(self):
+        """A record copies and pickles as its counts (e.g. inside an optimizer shipped to
+        a store's servers): the kept selection belongs to this process's arrays."""
+        return Record, (self.step, self.log_decay, self.stamps)
+
     def selection(self, optimizer, index, weight, grad, state):
         """The ``RowSelection`` of an update of ``weight`` by ``grad`` with ``state``: the
         kept one when it was made from these very objects and storages (and the optimizer

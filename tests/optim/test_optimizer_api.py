@@ -335,3 +335,20 @@ def test_updates_of_the_same_arrays_see_every_write_and_every_change():
     dropped = weakref.ref(g._np)
     del g
     assert dropped() is None
+
+
+def test_an_optimizer_that_updated_pickles_with_its_update_counts():
+    """An optimizer is shipped to a store's servers by pickling it: after updates it still
+    pickles, each record with its count, and the copy updates arrays of its own."""
+    import pickle
+    opt = create("adam", learning_rate=0.1)
+    w, g = nd.ones((2, 3)), nd.ones((2, 3))
+    state = opt.create_state(0, w)
+    for _ in range(2):
+        opt.update(0, w, g, state)
+    copy = pickle.loads(pickle.dumps(opt))
+    assert copy.records[0].step == 2 and copy.num_update == 2
+    w2 = nd.ones((2, 3))
+    copy.update(0, w2, g, copy.create_state(0, w2))
+    assert copy.records[0].step == 3 and opt.records[0].step == 2
+    assert not np.array_equal(w2.asnumpy(), np.ones((2, 3)))
