@@ -194,7 +194,7 @@ class Trainer:
         self._rescale(batch_size)
         if not self._update_on_kvstore:
             self.allreduce_grads()
-            self.update(batch_size, ignore_stale_grad)
+            self._update(ignore_stale_grad)
             return
         self._init_store_values()
         fresh = self._fresh(ignore_stale_grad)
@@ -228,6 +228,10 @@ class Trainer:
                             "(update_on_kvstore); use step(), or create the Trainer with "
                             "update_on_kvstore=False")
         self._rescale(batch_size)
+        self._update(ignore_stale_grad)
+
+    def _update(self, ignore_stale_grad):
+        """``update`` with the gradients' scale already set (``_rescale``)."""
         optimizer = self._optimizer
         for i, weight, slot in self._fresh(ignore_stale_grad):
             if not self._created[i]:

@@ -68,11 +68,12 @@ def _head_entries(heads, head_grads):
             ones = np.empty(h.shape, h.dtype)
             ones.fill(1)  # (np.ones costs twice as much: a Python-level wrapper)
             g = NDArray(ones, h.context)
-        elif not isinstance(g, NDArray):
-            g = array(g, dtype=h.dtype)
-        if tuple(g.shape) != tuple(h.shape):
-            raise ShapeError(f"head_grads[{i}] has shape {tuple(g.shape)}, but heads[{i}] has "
-                             f"shape {tuple(h.shape)}")
+        else:
+            if not isinstance(g, NDArray):
+                g = array(g, dtype=h.dtype)
+            if tuple(g.shape) != tuple(h.shape):
+                raise ShapeError(f"head_grads[{i}] has shape {tuple(g.shape)}, but heads[{i}] "
+                                 f"has shape {tuple(h.shape)}")
         out.append((e, g))
     return out
 

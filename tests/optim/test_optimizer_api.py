@@ -295,3 +295,60 @@ def test_checks_apply_on_every_update():
     opt.update(0, w, nd.array(g)[:, ::2], opt.create_state(0, w))  # a strided gradient
     opt.update(1, w2, nd.array(np.ascontiguousarray(g[:, ::2])), opt.create_state(1, w2))
     assert np.array_equal(w.asnumpy(), w2.asnumpy())
+
+
+def test_updates_of_the_same_arrays_see_every_write_and_every_change():
+    """Updating the same weight, gradient and state objects step after step (as a Trainer
+    does, ``backward`` writing the gradient in place) uses each step's values, a strided
+    gradient included; settings that read more states are refused with those same objects;
+    a gradient dropped after its update is freed."""
+    import weakref
+    rng = np.random.default_rng(1)
+    opt = create("sgd", learning_rate=0.1, momentum=0.9)
+    w, g = nd.ones((3, 2)), nd.zeros((3, 2))
+    base = nd.zeros((3, 4))
+    strided = base[:, ::2]  # a view: the update reads a contiguous copy of it
+    w2 = nd.ones((3, 2))
+    state, state2 = opt.create_state(0, w), opt.create_state(1, w2)
+    ref_w, ref_mom = np.ones((3, 2)), np.zeros((3, 2))
+    for _ in range(3):
+        values = rng.random((3, 2)).astype(np.float32)
+        g[:] = nd.array(values)
+        base[:] = nd.array(np.repeat(values, 2, axis=1))
+        opt.update(0, w, g, state)
+        opt.update(1, w2, strided, state2)
+        ref_mom = 0.9 * ref_mom - 0.1 * values
+        ref_w = ref_w + ref_mom
+        assert_almost_equal(w.asnumpy(), ref_w, rtol=1e-5, atol=1e-6)
+        assert_almost_equal(w2.asnumpy(), ref_w, rtol=1e-5, atol=1e-6)
+        assert_almost_equal(state.asnumpy(), ref_mom, rtol=1e-5, atol=1e-6)
+
+    rms = create("rmsprop", learning_rate=0.1)
+    v, gv = nd.ones((3, 2)), nd.ones((3, 2))
+    rms_state = rms.create_state(0, v)  # uncentered: (n,)
+    for _ in range(2):
+        rms.update(0, v, gv, rms_state)
+    rms.centered = True  # now reads (n, g, delta), with the same objects as before
+    with pytest.raises(nets.NetsError, match="has no state 1"):
+        rms.update(0, v, gv, rms_state)
+
+    dropped = weakref.ref(g._np)
+    del g
+    assert dropped() is None
+
+
+def test_an_optimizer_that_updated_pickles_with_its_update_counts():
+    """An optimizer is shipped to a store's servers by pickling it: after updates it still
+    pickles, each record with its count, and the copy updates arrays of its own."""
+    import pickle
+    opt = create("adam", learning_rate=0.1)
+    w, g = nd.ones((2, 3)), nd.ones((2, 3))
+    state = opt.create_state(0, w)
+    for _ in range(2):
+        opt.update(0, w, g, state)
+    copy = pickle.loads(pickle.dumps(opt))
+    assert copy.records[0].step == 2 and copy.num_update == 2
+    w2 = nd.ones((2, 3))
+    copy.update(0, w2, g, copy.create_state(0, w2))
+    assert copy.records[0].step == 3 and opt.records[0].step == 2
+    assert not np.array_equal(w2.asnumpy(), np.ones((2, 3)))
