@@ -1,11 +1,10 @@
 """``Optimizer``: the base class of every optimizer, the registry (``register``/``create``),
 the per-parameter ``Record`` and the ``RowSelection`` that makes updates lazy.
 
-An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count,
-catch-up decay and validated operands) and one method with the math, ``update_rows``.
-``update`` checks the operands, selects the rows to update - every row, or the row_sparse
-gradient's rows when ``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``,
-which runs the
+An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count and
+catch-up decay) and one method with the math, ``update_rows``. ``update`` checks the
+operands, selects the rows to update - every row, or the row_sparse gradient's rows when
+``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``, which runs the
 optimizer's numba kernel (``nets.kernels.optim``) on the selected rows of the weight, the
 gradient and each state, whether each is dense or row_sparse. With a lazy selection no
 other row of the weight or of any state is read or written; with every row selected an
@@ -13,7 +12,6 @@ absent gradient row counts as zero.
 """
 import math
 import warnings
-import weakref
 
 import numpy as np
 
@@ -36,50 +34,12 @@ class Record:
     ``wd_mode='catchup'``, ``log_decay``: the sum of ``log(1 - lr * wd)`` over its steps,
     and ``stamps``: per row, that sum when the row was last updated (None until a step
     decays).
-
-    ``rows``: the ``RowSelection`` of the latest update when it may serve the next one
-    (``RowSelection.reusable``), else None. A selection is validated once, when built, and
-    trusted while the updates get the same weight, gradient and state objects over the same
-    storages (scipy's "validate at construction, then trust"): a dense array's storage
-    keeps its shape and dtype. The record holds the weight and the gradient weakly: when
-    either is freed it drops the selection, so the optimizer keeps no storage alive that
-    its owner dropped.
     """
 
-    __slots__ = ("step", "log_decay", "stamps", "rows", "_operands")
+    __slots__ = ("step", "log_decay", "stamps")
 
     def __init__(self, step=0, log_decay=0.0, stamps=None):
         self.step, self.log_decay, self.stamps = step, log_decay, stamps
-        self.rows = self._operands = None
-
-    def __reduce__(self):
-        """A record copies and pickles as its counts (e.g. inside an optimizer shipped to
-        a store's servers): the kept selection belongs to this process's arrays."""
-        return Record, (self.step, self.log_decay, self.stamps)
-
-    def selection(self, optimizer, index, weight, grad, state):
-        """The ``RowSelection`` of an update of ``weight`` by ``grad`` with ``state``: the
-        kept one when it was made from these very objects and storages (and the optimizer
-        reads as many states), else a new one, checking every operand, kept when reusable."""
-        reads = optimizer.states_read()
-        if self.rows is not None:
-            w, w_data, g, g_data, s, r = self._operands
-            if w() is weight and g() is grad and weight._np is w_data and \
-                    grad._np is g_data and s is state and r == reads:
-                return self.rows
-        rows = RowSelection(weight, grad, optimizer._check_states(index, state),
-                            optimizer.lazy_update, optimizer._row_state_flags)
-        self._forget()
-        if rows.reusable and (state is None or type(state) is tuple
-                              or isinstance(state, NDArray)):  # (a list may change)
-            self.rows = rows
-            self._operands = (weakref.ref(weight, self._forget), weight._np,
-                              weakref.ref(grad, self._forget), grad._np, state, reads)
-        return rows
-
-    def _forget(self, _freed=None):
-        """Drop the kept selection (also the callback of a freed weight or gradient)."""
-        self.rows = self._operands = None
 
 
 class Optimizer:
@@ -311,10 +271,11 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
+        rows = RowSelection(weight, grad, self._check_states(index, state), self.lazy_update,
+                            self._row_state_flags)
         record = self.records.get(index)
         if record is None:
             record = self.records[index] = Record()
-        rows = record.selection(self, index, weight, grad, state)
         record.step += 1
         if record.step > self.num_update:
             self.num_update = record.step
@@ -423,9 +384,6 @@ class RowSelection:
     ``lazy_update``: select the gradient's rows when it is row_sparse. A row_sparse
     gradient listing every row selects every row (``ids`` None): the update is the dense
     pass, costing what a dense gradient's does.
-
-    ``reusable``: every operand is dense and its views here are its own storage (no copy),
-    so the selection stays right for later updates of the same arrays (``Record``).
     """
 
     def __init__(self, weight, grad, states, lazy_update, row_states=()):
@@ -446,9 +404,6 @@ class RowSelection:
         self.count = n if ids is None else len(ids)
         self.weight, weight_line = _selected(weight, w, ids, n, None)
         self.grad, grad_line = _selected_grad(grad, g, lazy, n)
-        self.reusable = (weight.stype == grad.stype == "default"
-                         and np.shares_memory(self.grad, g)
-                         and all(a is None or a.stype == "default" for a in states))
         fill = weight._indices if weight.stype == "row_sparse" else None
         lines, views, given = [weight_line, grad_line], [], []
         for i, a in enumerate(states):
@@ -461,7 +416,6 @@ class RowSelection:
             lines.append(line)
             given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
-        self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
         self._weight_line = weight_line
         # (with every row selected, every storage holds every row: only a row_sparse
         # gradient, lacking some, has a line)
@@ -485,7 +439,7 @@ class RowSelection:
         one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
         streams memory at the bandwidth one core already gets: one call."""
         pos, count = self.pos, self.count
-        args = (*self._arrays, *np.array(floats, self.dtype), *flags)
+        args = (self.weight, self.grad, *self.states, *np.array(floats, self.dtype), *flags)
         if not pos.shape[1]:
             kernel(pos, 0, count, *args)
             return
