@@ -265,9 +265,9 @@ def _(x):
 # -- eight bytes at once --------------------------------------------------------------
 def load_word(a, i):
     """Bytes ``a[i:i + 8]`` of the 1-D uint8 array ``a`` as one little-endian uint64 (byte
-    ``i`` lowest), at any ``i`` (compiled: one unaligned native load, so little-endian on
-    the x86-64 and ARM64 machines nets runs on). The caller guarantees ``0 <= i`` and
-    ``i + 8 <= len(a)``: the load is not bounds checked."""
+    ``i`` lowest), at any ``i`` (compiled: one unaligned load, byte-swapped on a big-endian
+    host). The caller guarantees ``0 <= i`` and ``i + 8 <= len(a)``: the load is not
+    bounds checked."""
     return np.uint64(int.from_bytes(bytes(a[i:i + 8]), "little"))
 
 
@@ -283,6 +283,10 @@ def _load_word(typingctx, a, i):
         offset = context.cast(builder, args[1], sig.args[1], types.int64)
         address = builder.gep(arr.data, [offset])
         word = builder.load(builder.bitcast(address, i64.as_pointer()), align=1)
+        if sys.byteorder == "big":
+            swap = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]),
+                                                  "llvm.bswap.i64")
+            word = builder.call(swap, [word])
         return word
     return types.uint64(a, i), codegen
 
