@@ -11,7 +11,12 @@ import pytest
 
 # Ray reads this when imported: "0" puts the cluster these tests start on 127.0.0.1 only
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_workers")
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKERS = os.path.join(HERE, "dist_workers")
+# Every process of the cluster (Ray's, the workers) imports Ray without rfc3987_syntax
+# (see ray_imports/rfc3987_syntax.py); this process too, from here on.
+RAY_IMPORTS = os.path.join(HERE, "ray_imports")
+sys.modules.setdefault("rfc3987_syntax", None)  # (None in sys.modules: an ImportError)
 SERVERS = 2
 BOUND = "20"  # NETS_KV_BIGARRAY_BOUND in the workers: tiny, so that big keys are sharded
 
@@ -40,11 +45,19 @@ class DistCluster:
 def dist_cluster():
     ray = pytest.importorskip("ray")
     from nets.kv import cluster
-    address = cluster.start_local(object_store_memory=128 * 2**20)
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = RAY_IMPORTS + (os.pathsep + path if path else "")
     try:
-        yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
+        address = cluster.start_local(object_store_memory=128 * 2**20)
+        try:
+            yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
+        finally:
+            ray.shutdown()
     finally:
-        ray.shutdown()
+        if path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = path
 
 
 class CompatPrograms:

@@ -62,16 +62,7 @@ def _local(workers, steps, states=None, start=0, net=None):
     return net
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_cluster, tmp_path,
-                                                                      workers):
-    """Every worker's copy of every parameter, bit for bit: the row_sparse embedding (read
-    back from the store), and whole, as the worker holds them, the dense-weight embedding
-    with a row_sparse gradient (of which each step brings back only the rows the round
-    changed, so rows only another worker's batch touched come from the round's answer)
-    and the dense layer."""
-    _ok(*dist_cluster.run("train.py", workers, args=("dist_sync", 4, tmp_path)), workers)
-    expected = train.params(_local(workers, 4))
+def _same_params(tmp_path, workers, expected):
     assert len(expected) == 4
     for rank in range(workers):
         got = np.load(tmp_path / f"params{rank}.npz")
@@ -80,8 +71,23 @@ def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_clust
             np.testing.assert_array_equal(got[f"arr_{i}"], value, err_msg=f"{rank}: {i}")
 
 
-def test_dist_states_saved_then_loaded_locally_continue_identically(dist_cluster, tmp_path):
+def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_cluster, tmp_path):
+    """Every worker's copy of every parameter, bit for bit: the row_sparse embedding (read
+    back from the store), and whole, as the worker holds them, the dense-weight embedding
+    with a row_sparse gradient (of which each step brings back only the rows the round
+    changed, so rows only another worker's batch touched come from the round's answer)
+    and the dense layer. (One worker: the next test.)"""
+    _ok(*dist_cluster.run("train.py", 2, args=("dist_sync", 4, tmp_path)), 2)
+    _same_params(tmp_path, 2, train.params(_local(2, 4)))
+
+
+def test_one_dist_worker_equals_a_local_trainer_and_its_states_continue_locally(dist_cluster,
+                                                                                tmp_path):
+    """One dist_sync worker's parameters equal a local Trainer's, bit for bit (as in the
+    test before), and its optimizer states, saved then loaded by a local Trainer, continue
+    as the local run does."""
     _ok(*dist_cluster.run("train.py", 1, args=("dist_sync", 3, tmp_path, "save")), 1)
+    _same_params(tmp_path, 1, train.params(_local(1, 3)))
     net = train.build()
     saved = np.load(tmp_path / "params0.npz")
     for i, p in enumerate(net.collect_params().values()):
@@ -97,40 +103,44 @@ def test_prepare_prefetches_the_rows_with_the_results_of_a_blocking_pull(dist_cl
                                                                          tmp_path, workers):
     """Module.prepare's pull left in flight until the next forward gives every worker the
     weights a pull taken at once gives, bit for bit (a prepare never used in between), and
-    one worker's equal a local store's run; the worker also checks that a prefetch right
-    after a non-blocking push sees the push's round, and that a dropped one writes
-    nothing."""
-    for mode in ("blocking", "prefetch"):
+    one worker's equal a local store's run of both modes; the worker also checks that a
+    prefetch right after a non-blocking push sees the push's round, and that a dropped
+    one writes nothing."""
+    # (one worker: compared with the local runs only, which stand for its blocking run)
+    modes = ("blocking", "prefetch") if workers > 1 else ("prefetch",)
+    for mode in modes:
         out = _ok(*dist_cluster.run("prefetch.py", workers, args=(mode, tmp_path)), workers)
     assert out.count(" ok") == workers, out
-    for rank in range(workers):
-        got, expected = np.load(tmp_path / f"prefetch{rank}.npz"), \
-            np.load(tmp_path / f"blocking{rank}.npz")
-        for name in ("weight", "bias"):
-            np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{rank} {name}")
     if workers == 1:
         local = tmp_path / "local"
         local.mkdir()
-        kv = nets.kv.create("local")
-        prefetch.train(kv, "prefetch", str(local))
-        here = np.load(local / "prefetch0.npz")
-        for name in ("weight", "bias"):
-            np.testing.assert_array_equal(here[name], got[name], err_msg=name)
+        for mode in ("blocking", "prefetch"):
+            prefetch.train(nets.kv.create("local"), mode, str(local))
+            _same_npz(local / f"{mode}0.npz", tmp_path / "prefetch0.npz", f"local {mode}")
+    else:
+        for rank in range(workers):
+            _same_npz(tmp_path / f"prefetch{rank}.npz", tmp_path / f"blocking{rank}.npz",
+                      f"rank {rank}")
 
 
-def test_an_error_of_a_prefetched_pull_is_raised_where_the_rows_are_taken(dist_cluster):
-    codes, out = dist_cluster.run("prefetch.py", 2, args=("timeout", "-"), timeout=4)
-    assert codes == [0, 0], out
-    assert "[0] USE SITE: " in out and "key 5" in out and "NETS_KV_TIMEOUT" in out, out
+def _same_npz(got, expected, what):
+    got, expected = np.load(got), np.load(expected)
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{what}: {name}")
 
 
-def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster):
-    # (a timeout that slow worker starts on a loaded machine do not reach at the first barrier)
-    codes, out = dist_cluster.run("stops_early.py", 3, timeout=10)
-    assert codes[1] == 0 and codes[0] != 0 and codes[2] != 0, out
-    for rank in (0, 2):
-        assert f"[{rank}] worker {rank} failed: " in out, out
-    assert "workers [1] did not" in out and "NETS_KV_TIMEOUT" in out, out
+def test_a_worker_that_stops_early_makes_the_others_fail_naming_it(dist_cluster, tmp_path):
+    """Worker 1 stops after init: worker 2's push and pull fail naming it, and worker 0's
+    prefetched row pull raises where its rows are taken, naming the key and worker 1
+    (``dist_workers/stops_early.py``; its workers meet before the short timeout runs)."""
+    codes, out = dist_cluster.run("stops_early.py", 3, args=(tmp_path,), timeout=4)
+    assert codes == [0, 0, 1], out
+    lines = {line[:3]: line for line in out.splitlines()
+             if line.startswith(("[0] USE SITE: ", "[2] worker 2 failed: "))}
+    assert sorted(lines) == ["[0]", "[2]"], out
+    assert "key 5" in lines["[0]"] and "key 0" in lines["[2]"], out
+    for line in lines.values():
+        assert "workers [1] did not" in line and "NETS_KV_TIMEOUT" in line, out
 
 
 @pytest.mark.parametrize("workers,servers", [(2, 2), (3, 2), (4, 1)])
