@@ -43,9 +43,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
-import nets  # noqa: E402
-import startup  # noqa: E402
-from nets.test_utils import make_sparse_dataset  # noqa: E402
+import nets
+import startup
+from nets.test_utils import make_sparse_dataset
 
 ROWS, FEATURES, NNZ = 1_000, 10_000, 30
 

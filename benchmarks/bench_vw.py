@@ -32,9 +32,10 @@ no timed process compiles a nets module from source, even where ``PYTHONDONTWRIT
 is set (which children inherit); each tool's train command runs once untimed under
 ``python -v`` to check that it compiles no module from source (``startup.py``). Each
 command then runs once untimed on each CPU count (numba's kernel cache and the page cache
-warm up), and the tools' reps interleave, their order alternating. Test log-loss and AUC come from each
-tool's predictions of the test file with the model of its last rep (``nets predict``;
-``vw -t -i M -p P``), computed here with numpy. Prints a table and one JSON line.
+warm up), and the tools' reps interleave, their order alternating. Test log-loss and AUC
+come from each tool's predictions of the test file with the model of its last rep
+(``nets predict``; ``vw -t -i M -p P``), computed here with numpy. Prints a table and one
+JSON line.
 """
 import argparse
 import json
@@ -52,7 +53,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
-import startup  # noqa: E402
+import startup
 
 SEED = 20261125
 
