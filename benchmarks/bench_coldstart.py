@@ -17,9 +17,14 @@ the whole process, start-up included):
                               file (kernels load from the cache), and a second call (timed
                               inside the process: no CPU column)
 
-Python's bytecode for nets is compiled once first, into a folder of this script's own
-(``PYTHONPYCACHEPREFIX``), as ``pip install`` does: the children then start as an installed
-nets would, even where ``PYTHONDONTWRITEBYTECODE`` is set. ``--reps`` repeats every case
+A fresh install is what ``pip install`` leaves: every module's bytecode present (numpy's,
+numba's and the others' as installed; this checkout's nets compiled first, untimed, with
+``python -m compileall``: ``startup.py``), numba's kernel cache empty. So no child compiles
+Python source, even where ``PYTHONDONTWRITEBYTECODE`` is set (children inherit it); the
+first rep checks it, running the warm ``nets train`` once more, untimed, under
+``python -v``. (A private bytecode folder, ``PYTHONPYCACHEPREFIX``, would not do: Python
+then reads every package's bytecode from that folder alone, so the first process to import
+numpy, scipy or numba would compile them from source.) ``--reps`` repeats every case
 (interleaved; each cold case with a new empty cache); ``nets warmup (cold)`` runs once unless
 ``--warmup-reps`` says more (0: none, e.g. to time a nets without ``nets warmup``). Prints a
 table (median, min, max wall seconds; median CPU seconds of the process) and one JSON line.
@@ -36,7 +41,10 @@ import time
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
 import nets
+import startup
 from nets.test_utils import make_sparse_dataset
 
 ROWS, FEATURES, NNZ = 1_000, 10_000, 30
@@ -86,11 +94,9 @@ def main():
         path = os.path.join(tmp, "small.svm")
         X, y, _ = make_sparse_dataset(ROWS, FEATURES, NNZ, seed=0)
         nets.data.save_libsvm(path, X, y)
-        base = {k: v for k, v in os.environ.items()
-                if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_CACHE_DIR")}
-        base.update(PYTHONPYCACHEPREFIX=os.path.join(tmp, "pyc"), TQDM_DISABLE="1")
-        package = os.path.dirname(nets.__file__)
-        subprocess.run([py, "-m", "compileall", "-q", package], env=base, check=True)
+        base = startup.child_env({k: v for k, v in os.environ.items()
+                                  if k != "NUMBA_CACHE_DIR"}, TQDM_DISABLE="1")
+        startup.compile_bytecode(py)
         caches = iter(range(1 << 30))
 
         def fresh():
@@ -109,6 +115,8 @@ def main():
                 times["import nets"].append(run([py, "-c", "import nets"], env))
                 times["nets train (cold)"].append(run(train, env))
                 times["nets train (warm)"].append(run(train, env))
+                if rep == 0:
+                    startup.check_bytecode(train, env)
                 _, out = run([py, "-c", LOAD.format(path=path)], env, output=True)
                 first, second = map(float, out.split())
                 times["load_libsvm first call"].append((first, float("nan")))

@@ -26,10 +26,16 @@ running the whole command (start-up, parsing, training, saving the model):
 - ``nets 1 row``, ``vw 1 row``: the same commands on the train file's first line alone,
   which times each command's fixed cost (start-up and what it loads).
 
-Each command runs once untimed (numba's kernel cache and the page cache warm up), then the
-tools' reps interleave, their order alternating. Test log-loss and AUC come from each
-tool's predictions of the test file with the model of its last rep (``nets predict``;
-``vw -t -i M -p P``), computed here with numpy. Prints a table and one JSON line.
+The children run this checkout's nets (``PYTHONPATH``) as an installed nets starts: its
+bytecode is compiled first (``python -m compileall``, untimed, as ``pip install`` does), so
+no timed process compiles a nets module from source, even where ``PYTHONDONTWRITEBYTECODE``
+is set (which children inherit); each tool's train command runs once untimed under
+``python -v`` to check that it compiles no module from source (``startup.py``). Each
+command then runs once untimed on each CPU count (numba's kernel cache and the page cache
+warm up), and the tools' reps interleave, their order alternating. Test log-loss and AUC
+come from each tool's predictions of the test file with the model of its last rep
+(``nets predict``; ``vw -t -i M -p P``), computed here with numpy. Prints a table and one
+JSON line.
 """
 import argparse
 import json
@@ -44,6 +50,10 @@ import tempfile
 import time
 
 import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
+import startup
 
 SEED = 20261125
 
@@ -129,7 +139,7 @@ def run(cmd, cpus):
     """``(wall seconds, CPU seconds)`` of ``cmd`` in a fresh process pinned to ``cpus``
     CPUs; CPU time (user + system, of the process and its threads) is what other jobs on a
     shared machine disturb least."""
-    env = dict(os.environ, NETS_NUM_THREADS=str(cpus))
+    env = startup.child_env(NETS_NUM_THREADS=str(cpus))
     pinned = ["taskset", "-c", ",".join(str(c) for c in range(cpus))] + cmd
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -179,8 +189,11 @@ def main():
     paths = data_files(args)
     labels = np.loadtxt(paths["test.svm"], dtype=np.float64, usecols=0, ndmin=1)
     results = []
+    startup.compile_bytecode()
     with tempfile.TemporaryDirectory() as work:
         cmds = commands(paths, work, args.vw_lr, args.features)
+        for tool in ("nets", "vw"):
+            startup.check_bytecode(cmds[tool][0], startup.child_env())
         for cpus in (int(c) for c in args.cpus.split(",")):
             times = {tool: [] for tool in cmds}
             cpu = {tool: [] for tool in cmds}

@@ -9,6 +9,7 @@ other exception is a bug in nets and keeps its traceback, so that it can be repo
 """
 import argparse
 import contextlib
+import gc
 import os
 import sys
 import tempfile
@@ -182,17 +183,16 @@ def _warm_ahead_child(spec):
 def _warmup(args):
     """Compile every kernel ahead into numba's cache, with a progress bar: idempotent (what
     the cache holds loads instead of compiling)."""
-    from tqdm import tqdm
-
     from .kernels import cache
+    _work_begins()
     if args.ahead is not None:
         return _warm_ahead_child(args.ahead)
     cache.set_notice(False)  # the bar says it
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="nets-warmup-") as folder:
-            with tqdm(_warm_steps(folder), desc="compiling kernels", unit="step",
-                      file=sys.stderr, leave=False) as bar:
+            with _bar(_warm_steps(folder), desc="compiling kernels", unit="step",
+                      leave=False) as bar:
                 for label, step in bar:
                     bar.set_postfix_str(label)
                     step()
@@ -292,19 +292,29 @@ def _blocks(path, features):
 BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
 
 
+def _bar(iterable, **options):
+    """tqdm's progress bar over ``iterable`` on stderr (``options``: tqdm's). Its writes
+    are serialised by a thread lock: tqdm's default lock also takes a multiprocessing lock
+    (importing ``multiprocessing``) for bars that several processes draw on one terminal,
+    which a nets command never does."""
+    import threading
+
+    from tqdm import tqdm
+    tqdm.set_lock(threading.RLock())
+    return tqdm(iterable, file=sys.stderr, **options)
+
+
 def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, total=None):
     """One pass over the ``(data, label)`` batches that ``one_pass()`` yields (``total`` of
     them, if known, for the progress bar); trains when ``trainer`` is given. Returns (mean
     loss, list of (label, output) numpy pairs for metrics, number of batches)."""
-    from tqdm import tqdm
-
     from . import autograd
     loss_sum, count, seen = 0.0, 0, []
     # (the bar closes, clearing its line, before an error or interruption is reported; it
     # is first drawn after BAR_DELAY seconds, inside the `with`: a short pass draws none,
     # and Ctrl-C never leaves one drawn by the constructor)
-    with tqdm(one_pass(), desc=desc, unit="batch", leave=False, file=sys.stderr,
-              total=total, delay=BAR_DELAY) as bar:
+    with _bar(one_pass(), desc=desc, unit="batch", leave=False, total=total,
+              delay=BAR_DELAY) as bar:
         for x, y in bar:
             if trainer is not None:
                 with autograd.record():
@@ -337,6 +347,7 @@ def _demo(args):
     of the rows held out. Prints each variant's epoch time, weight and gradient memory,
     final training loss and held-out log-loss and AUC; ``--plot`` saves the comparison."""
     import numpy as np
+    _work_begins()
 
     from . import Trainer, data, layers, loss
     _check_numbers(args, positive=("samples", "features", "batch_size", "epochs"))
@@ -616,8 +627,10 @@ _DEFAULT = (0.01, 512)
 
 
 def _train(args):
-    """Train a sparse model on a LibSVM file."""
-    from . import NetsError, Trainer
+    """Train a sparse model on a LibSVM file. The files start being read (parsed ahead in a
+    thread, when they are parsed in blocks) before the model and the trainer are built,
+    whose imports and set-up then overlap the parse."""
+    from . import NetsError
     _check_numbers(args, positive=("epochs", "batch_size", "lr", "features", "classes"),
                    non_negative=("wd",))
     _check_file(args.train, "TRAIN")
@@ -662,11 +675,13 @@ def _train(args):
         if args.features is None:
             print(f"--features not given: found {features} features", file=sys.stderr)
         cfg["features"] = features
+        from . import Trainer
         net = _build(cfg)
         net.initialize()
         trainer = Trainer(net.collect_params(), args.optimizer,
                           {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode})
         loss_fn = _loss_fn(cfg)
+        _work_begins()
         for epoch in range(1, args.epochs + 1):
             t0 = time.perf_counter()
             train_loss, seen, n_train = _run_epoch(net, loss_fn, train_pass, trainer,
@@ -708,6 +723,7 @@ def _predict(args):
             one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
         net = _build(cfg)
         net.load_parameters(args.model)
+        _work_begins()
         _write_predictions(args, cfg, net, one_pass)
     return 0
 
@@ -850,12 +866,43 @@ _SIZES = {"demo": ("batch_size", "samples", "features"), "train": ("batch_size",
 
 def main(argv=None):
     """Entry point of the ``nets`` console script; returns the exit code (see the module's
-    docstring)."""
+    docstring). ``argv`` None: the program's own command line (``sys.argv``), in a process
+    of its own (the console script, ``python -m nets``), whose garbage collection follows
+    ``_PROGRAM_GC``; a list: arguments to run in the calling process, whose collector is
+    left alone."""
+    program = argv is None
+    if program:  # (start-up: see _PROGRAM_GC)
+        gc.disable()
+        _PROGRAM_GC["paused"] = True
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("nets: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if program:  # what is left lives until the exit, whose collections now skip it
+            gc.freeze()
+
+
+# The ``nets`` program's cyclic garbage collection. Its start-up (the imports, numba's
+# typing tables and loaded kernels, the model) creates objects that live until the process
+# ends, and next to no garbage; yet the collector would traverse all of them at every full
+# collection, during the start-up itself, during the work and again in the collections of
+# the interpreter's exit. So ``main`` pauses the collector from the start;
+# ``_work_begins`` (each command calls it where its set-up ends) freezes what exists
+# (``gc.freeze``: never examined again, never freed) and resumes collecting for the work's
+# garbage; and ``main`` freezes everything left before the process exits.
+_PROGRAM_GC = {"paused": False}
+
+
+def _work_begins():
+    """Where a command's set-up ends and its work begins: in the ``nets`` program, the
+    objects that exist are frozen and the collector, paused since the start, resumes
+    (``_PROGRAM_GC``); elsewhere nothing."""
+    if _PROGRAM_GC["paused"]:
+        _PROGRAM_GC["paused"] = False
+        gc.freeze()
+        gc.enable()
 
 
 def _main(argv):

@@ -15,8 +15,6 @@ zeroes gradients (``grad_req='write'`` overwrites them at the next ``backward``,
 """
 from . import autograd, optim
 from .base import NetsError
-from .kv import DIST_NAMES
-from .kv import training as kv_training
 from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
 from .optim.hyper import check_number
 from .optim.states import load_states, save_states
@@ -115,8 +113,11 @@ class Trainer:
                             f"True or False")
         sparse_weight = any(p.stype == "row_sparse" for p in self._params)
         sparse_grad = any(p.grad_stype == "row_sparse" for p in self._params)
-        store = kv_training.store_for(kvstore, sparse_weight or update_on_kvstore is True
-                          or compression_params is not None, "Trainer")
+        store = None
+        if kvstore is not None:  # (nets.kv is imported only where a store is named)
+            from .kv import DIST_NAMES, training as kv_training
+            store = kv_training.store_for(kvstore, sparse_weight or update_on_kvstore is True
+                                          or compression_params is not None, "Trainer")
         if store is None:
             if update_on_kvstore:
                 raise NetsError("Trainer: update_on_kvstore=True needs a kvstore (got "
@@ -156,6 +157,7 @@ class Trainer:
                 items.append((i, self._params[i].data()))
             except DeferredInitializationError:
                 continue
+        from .kv import training as kv_training
         kv_training.init_values(self._kvstore, items, self._update_on_kvstore)
         self._kv_pending.difference_update(i for i, _ in items)
 
@@ -198,6 +200,7 @@ class Trainer:
             return
         self._init_store_values()
         fresh = self._fresh(ignore_stale_grad)
+        from .kv import training as kv_training
         kv_training.step(self._kvstore, [(i, slot.buffer, weight) for i, weight, slot in fresh])
         for _, _, slot in fresh:
             slot.fresh = False
@@ -211,6 +214,7 @@ class Trainer:
                             "weights (update_on_kvstore); create the Trainer with "
                             "update_on_kvstore=False")
         self._init_store_values()
+        from .kv import training as kv_training
         kv_training.reduce_grads(self._kvstore, [(i, p.grad()) for i, p in
                                                  enumerate(self._params) if p.grad_req != "null"])
 

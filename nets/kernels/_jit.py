@@ -41,6 +41,15 @@ class Kernel(CPUDispatcher):
         return super().get_call_template(tuple(map(types.unliteral, args)),
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
+    def _compilation_chain_init_hook(self):
+        """Nothing. Numba's runs the ``numba_extensions`` entry points of the installed
+        packages (``entrypoints.init_all``: a read of every installed distribution's
+        metadata) before it types a call's arguments, so that an extension's types are
+        known. Kernels take numpy arrays and numbers, which no extension types, and a
+        compile (a cache miss) runs the entry points anyway, before typing the kernel (the
+        CPU context's ``refresh``): so a process whose kernels all load from the cache never
+        reads that metadata."""
+
     def enable_caching(self):
         self._cache = _KernelCache(self.py_func)
 

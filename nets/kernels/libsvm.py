@@ -51,10 +51,14 @@ DD_K = 270  # 10**k for |k| <= DD_K as double-doubles hi + lo (|lo| <= ulp(hi) /
 
 
 def _dd_powers():
-    from fractions import Fraction
-    exact = [Fraction(10) ** k for k in range(-DD_K, DD_K + 1)]
-    hi = [float(x) for x in exact]  # Fraction -> float rounds correctly
-    return np.array(hi), np.array([float(x - Fraction(h)) for x, h in zip(exact, hi)])
+    hi, lo = [], []
+    for k in range(-DD_K, DD_K + 1):
+        num, den = (10 ** k, 1) if k >= 0 else (1, 10 ** -k)  # 10**k = num / den
+        h = num / den  # (int / int rounds correctly)
+        n, d = h.as_integer_ratio()
+        hi.append(h)
+        lo.append((num * d - n * den) / (den * d))  # 10**k - h, exact, rounded once
+    return np.array(hi), np.array(lo)
 
 
 P10_HI, P10_LO = _dd_powers()
