@@ -101,12 +101,17 @@ def _merge_rows(weight, grad, rows, value):
     if rows is None:
         weight._assign(rows_of(value, keep))
         return
-    data = np.zeros((len(keep),) + tuple(weight.shape[1:]), weight.dtype)
-    data[held_at] = weight._data
-    rows = value._indices  # (the changed rows the answer carries)
-    at = np.minimum(np.searchsorted(keep, rows), len(keep) - 1) if len(keep) else rows
-    hit = keep[at] == rows if len(keep) else np.zeros(len(rows), bool)
-    data[at[hit]] = value._data[hit]
+    # Each kept row is read from one source row: the answer's for a changed row, the
+    # weight's for another held row (a row neither holds stays zero); one gather.
+    changed = value._indices  # (the changed rows the answer carries)
+    at = np.minimum(np.searchsorted(keep, changed), len(keep) - 1) if len(keep) else changed
+    hit = np.flatnonzero(keep[at] == changed) if len(keep) else changed[:0]
+    source = np.concatenate((weight._data, np.take(value._data, hit, axis=0),
+                             np.zeros((1,) + weight._data.shape[1:], weight.dtype)))
+    pick = np.full(len(keep), len(source) - 1)
+    pick[held_at] = np.arange(len(held))
+    pick[at[hit]] = len(held) + np.arange(len(hit))
+    data = np.take(source, pick, axis=0)
     weight._assign(RowSparseNDArray(data, keep, weight.shape, weight.context))
 
 

@@ -87,8 +87,8 @@ def as_row_ids(ids, n, op, arg):
         bad = np.flatnonzero(ids != np.floor(ids))  # fractions and NaN (inf fails the range)
         if bad.size:
             _bad_id(ids, bad[0], op, arg, "is not a whole number")
-    bad = np.flatnonzero((ids < 0) | (ids >= n))
-    if bad.size:
+    if ids.size and (ids.min() < 0 or ids.max() >= n):  # (two reductions, no mask)
+        bad = np.flatnonzero((ids < 0) | (ids >= n))
         _bad_id(ids, bad[0], op, arg, f"is out of range [0, {n})")
     return ids.astype(INDEX_DTYPE, copy=False)
 
