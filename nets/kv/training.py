@@ -101,17 +101,17 @@ def _merge_rows(weight, grad, rows, value):
     if rows is None:
         weight._assign(rows_of(value, keep))
         return
-    # Each kept row is read from one source row: the answer's for a changed row, the
-    # weight's for another held row (a row neither holds stays zero); one gather.
-    changed = value._indices  # (the changed rows the answer carries)
-    at = np.minimum(np.searchsorted(keep, changed), len(keep) - 1) if len(keep) else changed
-    hit = np.flatnonzero(keep[at] == changed) if len(keep) else changed[:0]
-    source = np.concatenate((weight._data, np.take(value._data, hit, axis=0),
+    # Each kept row is read from one source row: the answer's for a changed row, else the
+    # weight's (a row neither holds stays zero). The answer's rows are placed among the
+    # kept ones by a second linear merge (rows only other workers changed fall outside).
+    changed = value._indices
+    both, keep_at, changed_at = union_rows(keep, changed)
+    source = np.concatenate((weight._data, value._data,
                              np.zeros((1,) + weight._data.shape[1:], weight.dtype)))
-    pick = np.full(len(keep), len(source) - 1)
-    pick[held_at] = np.arange(len(held))
-    pick[at[hit]] = len(held) + np.arange(len(hit))
-    data = np.take(source, pick, axis=0)
+    pick = np.full(len(both), len(source) - 1)
+    pick[keep_at[held_at]] = np.arange(len(held))
+    pick[changed_at] = np.arange(len(held), len(held) + len(changed))
+    data = np.take(source, pick[keep_at], axis=0)
     weight._assign(RowSparseNDArray(data, keep, weight.shape, weight.context))
 
 
