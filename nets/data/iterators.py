@@ -153,7 +153,8 @@ class NDArrayIter(DataIter):
     with them, followed by that pass's examples (a second ``reset()``, or ``hard_reset()``,
     drops them). That first batch holds only real examples, so its ``pad`` is 0 (MXNet 1.9
     reported the number of rolled-over examples there, which made ``predict`` drop real
-    outputs).
+    outputs). Its batches are slices of arrays in memory (``in_memory``): a
+    ``PrefetchingIter`` over it makes them in the caller's thread.
     """
 
     in_memory = True
