@@ -36,6 +36,11 @@ class DataIter:
     end of the pass).
     """
 
+    #: Whether each batch is cut from arrays already in memory, with no file to read or
+    #: text to parse: ``PrefetchingIter`` then makes it in the caller's thread, since a
+    #: hand-over between threads (and of the GIL) costs more than such a batch.
+    in_memory = False
+
     def __init__(self, batch_size=0):
         self.batch_size = batch_size
         self._batch = None
@@ -148,8 +153,11 @@ class NDArrayIter(DataIter):
     with them, followed by that pass's examples (a second ``reset()``, or ``hard_reset()``,
     drops them). That first batch holds only real examples, so its ``pad`` is 0 (MXNet 1.9
     reported the number of rolled-over examples there, which made ``predict`` drop real
-    outputs).
+    outputs). Its batches are slices of arrays in memory (``in_memory``): a
+    ``PrefetchingIter`` over it makes them in the caller's thread.
     """
+
+    in_memory = True
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
                  data_name="data", label_name="softmax_label"):
@@ -459,6 +467,7 @@ class ResizeIter(DataIter):
         super().__init__(data_iter.batch_size)
         self.data_iter, self.size = data_iter, _positive(size, "size")
         self.reset_internal = reset_internal
+        self.in_memory = getattr(data_iter, "in_memory", False)
         self.provide_data = data_iter.provide_data
         self.provide_label = data_iter.provide_label
         if hasattr(data_iter, "default_bucket_key"):
@@ -588,7 +597,11 @@ class PrefetchingIter(DataIter):
     batches each) in a background thread while the current one is used (MXNet's
     ``PrefetchingIter``). Each batch joins the batches of all iterators: ``data`` and
     ``label`` are concatenated in the order of ``iters``; ``pad`` and ``index`` are the
-    first iterator's (every iterator must report the same ``pad``).
+    first iterator's (every iterator must report the same ``pad``). When every wrapped
+    iterator is ``in_memory`` (``NDArrayIter``, a ``ResizeIter`` over one), there is nothing
+    a thread could overlap (a batch is a slice of arrays in memory, made under the GIL) and
+    the hand-over costs more than the batch: the batches are then made in the caller's
+    thread, the same batches in the same order.
 
     ``rename_data``/``rename_label``: one dict per iterator, ``{old name: new name}``, for
     every name of its ``provide_data``/``provide_label``.
@@ -605,6 +618,7 @@ class PrefetchingIter(DataIter):
         if not self.iters:
             raise NetsError("PrefetchingIter needs at least one iterator")
         self.n_iter = len(self.iters)
+        self.in_memory = all(getattr(it, "in_memory", False) for it in self.iters)
         self.rename_data = self._renames(rename_data, "rename_data")
         self.rename_label = self._renames(rename_label, "rename_label")
         self.provide_data = self._described("provide_data", self.rename_data)
@@ -639,7 +653,9 @@ class PrefetchingIter(DataIter):
         return out
 
     def _start(self):
-        self._batches = Background(_rounds(self.iters), ahead=1, name="nets-PrefetchingIter")
+        rounds = _rounds(self.iters)  # (a generator: ``close()`` ends it too)
+        self._batches = rounds if self.in_memory else Background(rounds, ahead=1,
+                                                                 name="nets-PrefetchingIter")
 
     def close(self):
         """Stop the prefetching thread (waiting for a batch being read); the iterator yields

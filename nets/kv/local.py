@@ -5,11 +5,12 @@ The store keeps its own copy of each key's value: ``init`` copies in, ``pull`` c
 out, so arrays outside the store change only when pulled into.
 """
 
+import numpy as np
+
 from ..base import NetsError
-from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
-from ..ops import add_n, retain
-from ..ops.sparse_ops import unique_rows
+from ..ops import add_n
+from ..ops.sparse_ops import stored_rows, unique_rows
 from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
@@ -19,11 +20,12 @@ __all__ = ["LocalKVStore"]
 
 
 def rows_of(value, rows):
-    """Rows ``rows`` (sorted unique ids) of a store's ``value``, copied into a row_sparse
-    array (rows a row_sparse value does not hold stay absent)."""
+    """Rows ``rows`` (sorted unique int64 ids in range, which the caller checked or built:
+    ``unique_rows``' result, a row_sparse array's indices) of a store's ``value``, copied
+    into a row_sparse array (rows a row_sparse value does not hold stay absent)."""
     if value.stype == "row_sparse":
-        return retain(value, NDArray(rows))
-    return RowSparseNDArray(value._np[rows], rows, value.shape, value.context)
+        return stored_rows(value, rows)
+    return RowSparseNDArray(np.take(value._np, rows, axis=0), rows, value.shape, value.context)
 
 
 @register
@@ -103,7 +105,7 @@ class LocalKVStore(KVStore):
                               "out")
         for key, out, row_ids in triples:
             value = self._values[key]
-            rows = unique_rows(row_ids.asnumpy(), value.shape[0], "row_sparse_pull", "row_ids")
+            rows = unique_rows(row_ids._np, value.shape[0], "row_sparse_pull", "row_ids")
             out._assign(rows_of(value, rows))
         return Pending()
 

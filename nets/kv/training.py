@@ -27,7 +27,7 @@ import numpy as np
 
 from ..base import NetsError
 from ..arrays.row_sparse import RowSparseNDArray
-from ..ops.sparse_ops import unique_rows
+from ..ops.sparse_ops import union_rows
 from .base import DIST_NAMES, KVStore, create
 from .local import rows_of
 
@@ -92,19 +92,26 @@ def step(store, items):
 def _merge_rows(weight, grad, rows, value):
     """Make row_sparse ``weight`` hold the rows it held and those ``grad`` updated, with
     the values ``value`` carries for the changed ``rows`` (every row when ``rows`` is None)
-    and its own for the others (which the update did not change)."""
-    held = weight.indices.asnumpy()
-    touched = grad.indices.asnumpy() if grad.stype == "row_sparse" \
-        else np.arange(weight.shape[0])
-    keep = unique_rows(np.concatenate((held, touched)), weight.shape[0], "step", "rows")
+    and its own for the others (which the update did not change). Every id list here is
+    sorted and unique (array indices, the store's answer): one linear merge, no check."""
+    held = weight._indices
+    touched = grad._indices if grad.stype == "row_sparse" \
+        else np.arange(weight.shape[0], dtype=held.dtype)
+    keep, held_at, _ = union_rows(held, touched)
     if rows is None:
         weight._assign(rows_of(value, keep))
         return
-    data = np.zeros((len(keep),) + tuple(weight.shape[1:]), weight.dtype)
-    data[np.searchsorted(keep, held)] = weight.data.asnumpy()
-    at = np.minimum(np.searchsorted(keep, rows), len(keep) - 1) if len(keep) else rows
-    hit = keep[at] == rows if len(keep) else np.zeros(len(rows), bool)
-    data[at[hit]] = value.data.asnumpy()[hit]
+    # Each kept row is read from one source row: the answer's for a changed row, else the
+    # weight's (a row neither holds stays zero). The answer's rows are placed among the
+    # kept ones by a second linear merge (rows only other workers changed fall outside).
+    changed = value._indices
+    both, keep_at, changed_at = union_rows(keep, changed)
+    source = np.concatenate((weight._data, value._data,
+                             np.zeros((1,) + weight._data.shape[1:], weight.dtype)))
+    pick = np.full(len(both), len(source) - 1)
+    pick[keep_at[held_at]] = np.arange(len(held))
+    pick[changed_at] = np.arange(len(held), len(held) + len(changed))
+    data = np.take(source, pick[keep_at], axis=0)
     weight._assign(RowSparseNDArray(data, keep, weight.shape, weight.context))
 
 

@@ -87,8 +87,8 @@ def as_row_ids(ids, n, op, arg):
         bad = np.flatnonzero(ids != np.floor(ids))  # fractions and NaN (inf fails the range)
         if bad.size:
             _bad_id(ids, bad[0], op, arg, "is not a whole number")
-    bad = np.flatnonzero((ids < 0) | (ids >= n))
-    if bad.size:
+    if ids.size and (ids.min() < 0 or ids.max() >= n):  # (two reductions, no mask)
+        bad = np.flatnonzero((ids < 0) | (ids >= n))
         _bad_id(ids, bad[0], op, arg, f"is out of range [0, {n})")
     return ids.astype(INDEX_DTYPE, copy=False)
 
@@ -146,12 +146,38 @@ retain.grad_stype(lambda data, indices: ("row_sparse", None))
 
 def _retain_rows(data, indices):
     ids = indices._np if indices.stype == "default" else indices.asnumpy()  # (a list of ids)
-    wanted = unique_rows(ids, data.shape[0], "retain", "indices")
-    have = data._indices  # sorted and unique, as ``wanted``: one search each
-    pos = np.searchsorted(wanted, have)
-    keep = pos < len(wanted)
-    keep[keep] = wanted[pos[keep]] == have[keep]
-    return RowSparseNDArray(data._data[keep], have[keep], data.shape, data.context)
+    return stored_rows(data, unique_rows(ids, data.shape[0], "retain", "indices"))
+
+
+def stored_rows(data, rows):
+    """The rows ``rows`` of row_sparse ``data`` that it stores, copied into a new row_sparse
+    array of ``data``'s shape (``retain`` without its checks).
+
+    ``rows`` must be sorted unique int64 ids in ``[0, data.shape[0])``: ``unique_rows``'
+    result, or the indices of a row_sparse array (valid by construction). Callers that
+    built them that way (the stores, ``retain``) pass them without a second check; the
+    result may share ``rows`` as its indices (index buffers are never written in place).
+    One binary search of ``rows`` among the stored ids (none when ``data`` stores every
+    row: its sorted unique ids are then ``0 .. n-1``) and one gather."""
+    have = data._indices
+    if len(have) == data.shape[0]:
+        pos = rows
+    else:
+        pos = np.searchsorted(have, rows)
+        hit = pos < len(have)
+        hit[hit] = have[pos[hit]] == rows[hit]
+        if not hit.all():
+            pos, rows = pos[hit], rows[hit]
+    return RowSparseNDArray(np.take(data._data, pos, axis=0), rows, data.shape, data.context)
+
+
+def union_rows(a, b):
+    """``(union, a_at, b_at)`` of two sorted unique int64 id arrays: their sorted union and
+    the position there of each id of ``a`` and of ``b``, by one linear merge
+    (``kernels.elemwise.union_pattern``), never a sort."""
+    ends = np.array([0, len(a)], INDEX_DTYPE), np.array([0, len(b)], INDEX_DTYPE)
+    _, union, a_at, b_at = kernels.elemwise.union_pattern(ends[0], a, ends[1], b)
+    return union.copy(), a_at, b_at  # (the merge's buffer is larger: keep only the ids)
 
 
 def _retain_refused(data, indices):

@@ -504,20 +504,58 @@ def test_prefetchingiter_joins_several_iterators_and_renames():
         data.PrefetchingIter([it1, it2], rename_data=[{"data": "x"}])
 
 
+class _Streamed(data.NDArrayIter):
+    """An ``NDArrayIter`` that says it is not ``in_memory`` (as a file reader would)."""
+    in_memory = False
+
+
 def test_prefetchingiter_close_stops_the_thread_mid_pass():
     x, y = _doc_data()
-    with data.PrefetchingIter(data.NDArrayIter(x, y, 1)) as it:
+    with data.PrefetchingIter(_Streamed(x, y, 1)) as it:
         assert _examples(it.next()) == [0]
         assert len(_prefetch_threads()) == 1  # reading example 1 ahead
     assert _prefetch_threads() == [] and list(it) == []
     it.reset()  # a closed iterator starts again from reset()
     assert [_examples(b)[0] for b in it] == list(range(10))
-    abandoned = data.PrefetchingIter(data.NDArrayIter(x, y, 1))
+    abandoned = data.PrefetchingIter(_Streamed(x, y, 1))
     abandoned.next()
     del abandoned  # garbage collection stops its thread
     import gc
     gc.collect()
     assert _prefetch_threads() == []
+
+
+def test_prefetchingiter_makes_in_memory_batches_without_a_thread():
+    """Over ``in_memory`` iterators (NDArrayIter, ResizeIter of one) the batches are made in
+    the caller's thread: no thread starts, and the batches, passes, close and errors are
+    those of the threaded reader (a stream iterator, compared batch by batch)."""
+    x, y = _doc_data()
+    for make in (lambda c: c(x, y, 3, shuffle=False, last_batch_handle="roll_over"),
+                 lambda c: data.ResizeIter(c(x, y, 4), 5)):
+        passes = {}
+        for cls in (data.NDArrayIter, _Streamed):
+            it = data.PrefetchingIter(make(cls))
+            assert it.in_memory == (cls is data.NDArrayIter)
+            passes[cls] = []
+            for k in range(3):
+                if k:
+                    it.reset()
+                passes[cls].append([(_examples(b), b.pad) for b in it])
+                if it.in_memory:
+                    assert _prefetch_threads() == []
+        assert passes[data.NDArrayIter] == passes[_Streamed] and passes[_Streamed][0]
+    with data.PrefetchingIter(data.NDArrayIter(x, y, 1)) as it:
+        assert _examples(it.next()) == [0] and _prefetch_threads() == []
+    assert list(it) == []  # closed mid-pass: nothing more until reset()
+    it.reset()
+    assert [_examples(b)[0] for b in it] == list(range(10))
+    mixed = data.PrefetchingIter([data.NDArrayIter(x, y, 5), _Streamed(x, y, 5)])
+    assert not mixed.in_memory  # one reader that may wait: the thread
+    mixed.close()
+    uneven = data.PrefetchingIter([data.NDArrayIter(x, y, 5), data.NDArrayIter(x, y, 2)])
+    list(zip(range(2), uneven))
+    with pytest.raises(NetsError, match="ended before the others"):
+        uneven.next()
 
 
 class _Failing(data.DataIter):
