@@ -13,26 +13,35 @@ import pytest
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKERS = os.path.join(HERE, "dist_workers")
-# Every process of the cluster (Ray's, the workers) imports Ray without rfc3987_syntax
-# (see ray_imports/rfc3987_syntax.py); this process too, from here on.
+# The cluster's processes (Ray's, the servers) and the processes the tests start in it
+# (workers, the launcher: ``DistCluster.env``) import Ray without rfc3987_syntax (see
+# ray_imports/rfc3987_syntax.py); pytest's own process and every other process it starts
+# (the notebooks' kernels, for one) are left as they are.
 RAY_IMPORTS = os.path.join(HERE, "ray_imports")
-sys.modules.setdefault("rfc3987_syntax", None)  # (None in sys.modules: an ImportError)
+
+
+def _ray_imports_path():
+    """``PYTHONPATH`` with ``RAY_IMPORTS`` first."""
+    path = os.environ.get("PYTHONPATH")
+    return RAY_IMPORTS + (os.pathsep + path if path else "")
 SERVERS = 2
 BOUND = "20"  # NETS_KV_BIGARRAY_BOUND in the workers: tiny, so that big keys are sharded
 
 
 class DistCluster:
-    """The session's cluster: ``address``, the reused actors ``group``, and ``run``."""
+    """The session's cluster: ``address``, the reused actors ``group``, ``run``, and
+    ``env``, the environment a process the tests start in the cluster adds to theirs."""
 
     def __init__(self, cluster, address, group):
         self.cluster, self.address, self.group = cluster, address, group
+        self.env = {"PYTHONPATH": _ray_imports_path()}
 
     def run(self, script, workers, servers=SERVERS, args=(), timeout=60, env=None):
         """Run ``dist_workers/script`` as ``workers`` workers of a fresh store on the first
         ``servers`` servers (waits of ``timeout`` seconds); ``(return codes, output)``."""
         self.group.reset(workers, timeout)
         extra = {"NETS_KV_BIGARRAY_BOUND": BOUND, "NETS_KV_TIMEOUT": str(timeout),
-                 **(env or {})}
+                 **self.env, **(env or {})}
         envs = [dict(self.group.environment(r, self.address, servers), **extra)
                 for r in range(workers)]
         out = io.StringIO()
@@ -46,18 +55,18 @@ def dist_cluster():
     ray = pytest.importorskip("ray")
     from nets.kv import cluster
     path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = RAY_IMPORTS + (os.pathsep + path if path else "")
+    os.environ["PYTHONPATH"] = _ray_imports_path()  # (what Ray's processes inherit)
     try:
         address = cluster.start_local(object_store_memory=128 * 2**20)
-        try:
-            yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
-        finally:
-            ray.shutdown()
     finally:
         if path is None:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = path
+    try:
+        yield DistCluster(cluster, address, cluster.Group(4, SERVERS))
+    finally:
+        ray.shutdown()
 
 
 class CompatPrograms:

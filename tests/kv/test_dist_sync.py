@@ -210,7 +210,8 @@ def test_launcher_cleans_up_and_a_dead_server_is_a_clear_error(dist_cluster, tmp
         [sys.executable, "-m", "nets.kv.launch", "-n", "2", "-s", "2", "--address",
          dist_cluster.address, "--", sys.executable, script, str(pids)],
         capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, NETS_KV_BIGARRAY_BOUND="20", NETS_KV_TIMEOUT="20"))
+        env=dict(os.environ, **dist_cluster.env, NETS_KV_BIGARRAY_BOUND="20",
+                 NETS_KV_TIMEOUT="20"))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert "[0] dead server reported: " in out and "server 1" in out, out
@@ -235,7 +236,8 @@ def test_launcher_runs_the_linear_classification_compat_program(dist_cluster, co
          dist_cluster.address, "--", sys.executable, compat_programs.path(name),
          *compat_programs.argv(name), "--kvstore", "dist_sync", "--num-epoch", "10",
          "--seed", str(seed)],
-        capture_output=True, text=True, timeout=600, cwd=compat_programs.folder)
+        capture_output=True, text=True, timeout=600, cwd=compat_programs.folder,
+        env=dict(os.environ, **dist_cluster.env))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     line = [x for x in out.splitlines() if x.startswith("[0] RESULT ")]

@@ -73,3 +73,29 @@ def test_merge_ignores_changed_rows_the_weight_neither_holds_nor_updated():
     training._merge_rows(weight, grad, answer.indices.asnumpy(), answer)
     np.testing.assert_array_equal(weight.indices.asnumpy(), [2, 5])
     np.testing.assert_array_equal(weight.data.asnumpy(), [[4, 5], [-1, -1]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("grad_stype", ["row_sparse", "default"])
+def test_merge_on_random_rows_equals_its_dense_reference(seed, grad_stype):
+    """Random held, touched and answered rows (each set possibly empty or full): the weight
+    ends holding held | touched; an answered row among them takes the answer's values, a
+    held one the weight's own, a touched-only one the answer's (or zero if unanswered)."""
+    rng = np.random.default_rng(seed)
+    n, cols = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+    pick = [np.flatnonzero(rng.random(n) < rng.choice([0.0, 0.4, 1.0])) for _ in range(3)]
+    held, touched, answered = pick
+    own = rng.normal(size=(n, cols))
+    new = rng.normal(size=(n, cols))
+    weight = _rsp(own, held)
+    grad = _rsp(np.ones((n, cols)), touched) if grad_stype == "row_sparse" else \
+        nd.array(np.ones((n, cols)))
+    if grad_stype == "default":
+        touched = np.arange(n)
+    training._merge_rows(weight, grad, answered.astype(np.int64), _rsp(new, answered))
+    keep = np.union1d(held, touched)
+    want = np.zeros((n, cols))
+    want[held] = own[held]
+    want[answered] = new[answered]
+    np.testing.assert_array_equal(weight.indices.asnumpy(), keep)
+    np.testing.assert_array_equal(weight.data.asnumpy(), want[keep])

@@ -43,3 +43,39 @@ def test_as_row_ids_names_the_first_bad_id(ids, msg):
         as_row_ids(np.asarray(ids), 5, "op", "arg")
     good = as_row_ids(np.array([4.0, 0.0]), 5, "op", "arg")
     assert good.dtype == np.int64 and good.tolist() == [4, 0]
+
+
+@pytest.mark.parametrize("density", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(3))
+def test_stored_rows_on_random_arrays_equals_the_dense_rows_it_holds(density, dtype, seed):
+    """Random shapes, a held fraction ``density`` of the rows and a random sorted unique
+    request: the result holds exactly the requested rows that are stored, with the dense
+    reference's values (a row_sparse array's absent rows read as zero)."""
+    rng = np.random.default_rng(seed)
+    n, cols = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+    dense = rng.standard_normal((n, cols)).astype(dtype)
+    held = np.flatnonzero(rng.random(n) < density) if density < 1 else np.arange(n)
+    dense[np.setdiff1d(np.arange(n), held)] = 0
+    data = nd.sparse.row_sparse_array((dense[held], held), shape=(n, cols))
+    rows = np.unique(rng.integers(0, n, int(rng.integers(0, 2 * n)))).astype(np.int64)
+    out = stored_rows(data, rows)
+    want = np.intersect1d(rows, held)
+    assert out.dtype == dtype and out.shape == (n, cols)
+    np.testing.assert_array_equal(out.indices.asnumpy(), want)
+    np.testing.assert_array_equal(out.data.asnumpy(), dense[want])
+    reference = np.zeros_like(dense)
+    reference[rows] = dense[rows]
+    np.testing.assert_array_equal(out.asnumpy(), reference)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_union_rows_on_random_id_sets_equals_numpys_union(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    a, b = (np.unique(rng.integers(0, n, int(rng.integers(0, n)))).astype(np.int64)
+            for _ in range(2))
+    union, a_at, b_at = union_rows(a, b)
+    np.testing.assert_array_equal(union, np.union1d(a, b))
+    np.testing.assert_array_equal(union[a_at], a)
+    np.testing.assert_array_equal(union[b_at], b)
