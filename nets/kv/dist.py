@@ -26,8 +26,6 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 """
 import atexit
 import copy
-import os
-import secrets
 
 import numpy as np
 
@@ -426,17 +424,8 @@ def _segments(calls):
 def _shares_memory(server, index):
     """Whether ``server`` (index ``index``) sees this machine's shared memory: it reads
     back a file this worker wrote there (``Server.sees``)."""
-    token = secrets.token_hex(16)
-    path = os.path.join(transport.FOLDER, f"{transport.PREFIX}probe-{token}")
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    try:
-        try:
-            os.write(fd, token.encode())
-        finally:
-            os.close(fd)
+    with transport.probe_file() as (path, token):
         return bool(gather([(index, server.sees.remote(path, token))], "kv.create")[0])
-    finally:
-        os.unlink(path)
 
 
 def _cut_state(state, lo, hi):

@@ -23,6 +23,7 @@ exit leaves its files, and the next worker of this user on the machine removes t
 machine carry their arrays in the message, as Ray does.
 """
 import atexit
+import contextlib
 import mmap
 import os
 import secrets
@@ -207,6 +208,25 @@ class Pool:
         for seg in list(self._all):
             self.discard([seg])
         self._free = []
+
+
+@contextlib.contextmanager
+def probe_file():
+    """A file in ``FOLDER`` holding a random token, removed on exit: yields ``(path,
+    token)``, for a server to read back (``Server.sees``) and so show that it shares this
+    machine's memory. Named like a segment (this process's id first), so that ``sweep``
+    removes it when this process is killed before it could."""
+    token = secrets.token_hex(16)
+    path = os.path.join(FOLDER, f"{PREFIX}{os.getpid()}-probe-{token}")
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        try:
+            os.write(fd, token.encode())
+        finally:
+            os.close(fd)
+        yield path, token
+    finally:
+        os.unlink(path)
 
 
 def sweep():

@@ -85,3 +85,29 @@ def test_the_files_of_a_killed_worker_are_removed_by_the_next_pool():
         assert os.path.exists(path) and os.path.exists(reply)
     finally:
         mine.close()
+
+
+def test_a_probe_file_is_removed_after_use_or_by_a_sweep_once_its_process_died():
+    import signal
+    import subprocess
+    import sys
+    with transport.probe_file() as (path, token):
+        assert os.path.dirname(path) == transport.FOLDER
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(path, "rb") as f:
+            assert f.read() == token.encode()
+        transport.sweep()  # its process is alive: kept
+        assert os.path.exists(path)
+    assert not os.path.exists(path)
+    script = ("import sys; from nets.kv import transport; "
+              "probe = transport.probe_file(); print(probe.__enter__()[0]); sys.stdout.flush(); "
+              "sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    left = child.stdout.readline().strip()
+    assert os.path.exists(left)
+    child.send_signal(signal.SIGKILL)  # killed mid-probe: its file stays
+    child.wait()
+    assert os.path.exists(left)
+    transport.sweep()
+    assert not os.path.exists(left)
