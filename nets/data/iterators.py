@@ -406,6 +406,7 @@ class LibSVMIter(DataIter):
                                                                       "label_libsvm"))]
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]
         self.provide_label = [DataDesc(label_name, (self.batch_size,) + self._label_shape)]
+        self._head = None  # the part's first rows, once a last batch needed them
         self.reset()
 
     def _streams(self, order=None, shuffle=False):
@@ -435,18 +436,26 @@ class LibSVMIter(DataIter):
             return None
         pad = self.batch_size - n
         if pad and self.round_batch:  # wrap around to the part's first rows (repeatedly)
+            hx, hy = self._first_rows()
             need = pad
             while need:
-                wx, wy, got = self._take(self._streams(), need)
-                if not got:
-                    break
-                xs, ys, need = xs + wx, ys + wy, need - got
+                k = min(need, hx.shape[0])
+                xs, ys, need = xs + [hx[:k]], ys + [hy[:k]], need - k
         elif pad:
             xs.append(CSRNDArray._empty((pad, self.n_features), np.float32))
             ys.append(CSRNDArray._empty((pad,) + self._label_shape, np.float32)
                       if self._label_csr else NDArray(np.zeros(pad, np.float32)))
         return DataBatch([stack_rows(xs)], [stack_rows(ys)], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
+
+    def _first_rows(self):
+        """``(X, y)``: the part's first ``batch_size`` rows (all of them when it has fewer),
+        in file order, which fill up a last batch. Parsed once per iterator and kept (at most
+        a batch), not once per pass."""
+        if self._head is None:
+            xs, ys, _ = self._take(self._streams(), self.batch_size)
+            self._head = stack_rows(xs), stack_rows(ys)
+        return self._head
 
     def getdata(self):
         """The current batch's data (one CSR array, as MXNet's LibSVMIter returns it)."""

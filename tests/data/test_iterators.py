@@ -237,6 +237,36 @@ def test_libsvmiter_round_batch_and_reset(libsvm_file):
     np.testing.assert_array_equal(rows_of(only.data[0]), np.concatenate([X, X, X[:4]]))
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_libsvmiter_fills_last_batches_from_the_part_start_parsed_once(libsvm_file, monkeypatch,
+                                                                       shuffle):
+    from nets.data import iterators
+    path, X, y = libsvm_file
+    parsed = []
+    real = iterators.read_blocks
+
+    def counting(read, spec, ranges, name):
+        parsed.append(tuple(ranges))
+        return real(read, spec, ranges, name=name)
+    monkeypatch.setattr(iterators, "read_blocks", counting)
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=10,
+                         chunk_bytes=64, shuffle=shuffle)
+    blocks = len(it._blocks[0])
+    counts = []
+    for _ in range(3):
+        before = len(parsed)
+        last = list(it)[-1]
+        assert last.pad == 7  # filled with the file's first 7 rows, whatever the order
+        np.testing.assert_array_equal(rows_of(last.data[0])[3:], X[:7])
+        np.testing.assert_array_equal(last.label[0].asnumpy()[3:], y[:7])
+        counts.append(len(parsed) - before)
+        it.reset()
+    # every pass parses each block once; the rows that fill up last batches were parsed
+    # once, in the first pass, from the first blocks only
+    head = counts[0] - blocks
+    assert counts[1:] == [blocks, blocks] and 1 <= head < blocks, (counts, blocks)
+
+
 def test_libsvmiter_without_round_batch_pads_with_empty_rows(libsvm_file):
     path, X, y = libsvm_file
     it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=10,
