@@ -293,14 +293,15 @@ BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
 
 
 def _bar(iterable, **options):
-    """tqdm's progress bar over ``iterable`` on stderr (``options``: tqdm's). Its writes
-    are serialised by a thread lock: tqdm's default lock also takes a multiprocessing lock
-    (importing ``multiprocessing``) for bars that several processes draw on one terminal,
-    which a nets command never does."""
-    import threading
-
+    """tqdm's progress bar over ``iterable`` on stderr (``options``: tqdm's). In the ``nets``
+    program its writes are serialised by a thread lock: tqdm's default lock also takes a
+    multiprocessing lock (importing ``multiprocessing``) for bars that several processes
+    draw on one terminal, which a nets command never does. tqdm's lock is process-wide, so
+    a command run inside another process (``main([...])``) leaves it as it is."""
     from tqdm import tqdm
-    tqdm.set_lock(threading.RLock())
+    if _PROGRAM_GC["program"]:
+        import threading
+        tqdm.set_lock(threading.RLock())
     return tqdm(iterable, file=sys.stderr, **options)
 
 
@@ -873,7 +874,7 @@ def main(argv=None):
     program = argv is None
     if program:  # (start-up: see _PROGRAM_GC)
         gc.disable()
-        _PROGRAM_GC["paused"] = True
+        _PROGRAM_GC["paused"] = _PROGRAM_GC["program"] = True
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -891,8 +892,10 @@ def main(argv=None):
 # the interpreter's exit. So ``main`` pauses the collector from the start;
 # ``_work_begins`` (each command calls it where its set-up ends) freezes what exists
 # (``gc.freeze``: never examined again, never freed) and resumes collecting for the work's
-# garbage; and ``main`` freezes everything left before the process exits.
-_PROGRAM_GC = {"paused": False}
+# garbage; and ``main`` freezes everything left before the process exits. ``program``:
+# whether this process is the program's (``main()`` without arguments), which also owns
+# process-wide settings such as tqdm's lock (``_bar``).
+_PROGRAM_GC = {"paused": False, "program": False}
 
 
 def _work_begins():

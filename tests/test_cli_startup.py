@@ -123,12 +123,24 @@ print(json.dumps([_jit.COMPILED["any"], entrypoints._already_initialized,
     assert first[2:] == again[2:] == [uniq.tolist(), slot.tolist()]
 
 
-def test_progress_bars_write_under_a_thread_lock():
-    """``cli._bar``'s tqdm takes a thread lock for its writes, not tqdm's default (which
-    holds a multiprocessing lock too)."""
+def test_progress_bars_write_under_a_thread_lock_in_the_program_only(monkeypatch):
+    """In the ``nets`` program ``cli._bar``'s tqdm takes a thread lock for its writes, not
+    tqdm's default (which holds a multiprocessing lock too); a command run inside another
+    process leaves tqdm's process-wide lock alone."""
     import threading
 
     from tqdm import tqdm
-    with cli._bar(range(3), disable=True) as bar:
-        assert list(bar) == [0, 1, 2]
-    assert isinstance(tqdm.get_lock(), type(threading.RLock()))
+    before = tqdm.get_lock()
+    theirs = threading.RLock()
+    tqdm.set_lock(theirs)
+    try:
+        with cli._bar(range(3), disable=True) as bar:
+            assert list(bar) == [0, 1, 2]
+        assert tqdm.get_lock() is theirs
+        monkeypatch.setitem(cli._PROGRAM_GC, "program", True)
+        with cli._bar(range(3), disable=True) as bar:
+            assert list(bar) == [0, 1, 2]
+        assert tqdm.get_lock() is not theirs
+        assert isinstance(tqdm.get_lock(), type(threading.RLock()))
+    finally:
+        tqdm.set_lock(before)
