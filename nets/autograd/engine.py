@@ -86,14 +86,29 @@ def _graph(entries):
         node = stack.pop()
         if node in seen:
             continue
-        if node.parents is None:
+        parents = node.parents
+        if parents is None:
             raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
         seen.add(node)
-        stack += [p[0] for p in node.parents if type(p) is tuple]
+        for p in parents:
+            if type(p) is tuple:
+                stack.append(p[0])
     return sorted(seen, key=_SEQ)
 
 
 _SEQ = attrgetter("seq")
+
+
+def _add(grads, key, g):
+    """Note contribution ``g`` to ``key``: one array alone, a list once several arrive
+    (an NDArray is never a list)."""
+    have = grads.get(key)
+    if have is None:
+        grads[key] = g
+    elif have.__class__ is list:
+        have.append(g)
+    else:
+        grads[key] = [have, g]
 
 
 def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
@@ -106,14 +121,14 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
     nodes = _graph([e for e, _ in heads])
-    grads, leaves = {}, {}
+    grads, leaves = {}, {}  # contributions by (node, k) or id(leaf): an array or a list
     for e, g in heads:
         if type(e) is not tuple:
             if not is_target(e):
                 continue
             leaves[id(e)] = e
             e = id(e)
-        grads.setdefault(e, []).append(g)
+        _add(grads, e, g)
 
     # A node runs its vjp only if a gradient must flow through it to a target.
     needed = set()
@@ -136,16 +151,19 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
             g = grads.pop((node, 0), None)
             if g is None:
                 continue
-            out_grads = [g[0] if len(g) == 1 else _sum(g)]
+            if g.__class__ is list:
+                g = _sum(g)
+            out_grads = [g]
             if target_entries and (node, 0) in target_entries:
-                results[node, 0] = out_grads[0]
+                results[node, 0] = g
         else:
             out_grads, arrived = [], False
             for k in range(len(node.outputs)):
                 g = grads.pop((node, k), None)
                 if g is not None:
                     arrived = True
-                    g = g[0] if len(g) == 1 else _sum(g)
+                    if g.__class__ is list:
+                        g = _sum(g)
                     if target_entries and (node, k) in target_entries:
                         results[node, k] = g
                 out_grads.append(g)
@@ -164,9 +182,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
             if type(p) is tuple:
                 if p[0] in needed or p in target_entries:
-                    grads.setdefault(p, []).append(g)
+                    _add(grads, p, g)
             elif id(p) in leaves:
-                grads.setdefault(id(p), []).append(g)
+                _add(grads, id(p), g)
                 if owned:
                     fresh.add(id(g))
     leaf_grads = {k: (x, _leaf_grad(x, grads[k], fresh) if k in grads else None)
@@ -178,13 +196,16 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
 
 
 def _leaf_grad(x, contributions, fresh):
-    """``(sum, owned)`` of a leaf's gradient contributions (``fresh``: the ids of those a
-    ``fresh`` vjp made). A CSR leaf with a csr gradient slot receives the gradient with
-    respect to its stored values (DESIGN §3.4): the sum sampled at its pattern
-    (``values_at``), as ``torch.sparse.mm`` gives; a leaf declaring a dense or row_sparse
-    gradient receives the full one."""
-    g = _sum(contributions)
-    merged = len(contributions) > 1 or id(g) in fresh
+    """``(sum, owned)`` of a leaf's gradient contributions (an array, or a list of
+    several; ``fresh``: the ids of those a ``fresh`` vjp made). A CSR leaf with a csr
+    gradient slot receives the gradient with respect to its stored values (DESIGN §3.4):
+    the sum sampled at its pattern (``values_at``), as ``torch.sparse.mm`` gives; a leaf
+    declaring a dense or row_sparse gradient receives the full one."""
+    if contributions.__class__ is list:
+        g, merged = _sum(contributions), True
+    else:
+        g = contributions
+        merged = id(g) in fresh
     if x.stype == "csr" and x._grad_slot.stype == "csr":
         sampled = values_at(g, x)
         merged, g = merged or sampled is not g, sampled
@@ -286,6 +307,9 @@ def _deliver(slot, grad):
             buf._assign(_sum([buf, grad[0]]))
     elif grad is None:
         buf[:] = 0  # (a sparse buffer becomes empty)
+    elif buf.stype == "default" and grad[0].stype == "default":
+        buf._bump_version()  # (what `buf[:] = g` does; nothing records during delivery)
+        np.copyto(buf._np, grad[0]._np, casting="unsafe")
     elif grad[1]:
         buf._assign(grad[0])
     else:

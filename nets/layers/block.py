@@ -255,8 +255,12 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        if self._active and not kwargs and not any(isinstance(a, _symbol.Symbol) for a in args):
-            return self._call_cached(*args)
+        if self._active and not kwargs:
+            for a in args:
+                if isinstance(a, _symbol.Symbol):
+                    break
+            else:
+                return self._call_cached(args)
         return self.forward(*args, **kwargs)  # (Symbol inputs: composing a larger graph)
 
     def forward(self, x, *args):
@@ -268,14 +272,19 @@ class HybridBlock(Block):
                 for name, p in self._reg_params.items()})
         return self.hybrid_forward(_nd, x, *args, **self._param_arrays(x, *args))
 
-    def _call_cached(self, *args):
-        args = [a if isinstance(a, _nd.NDArray) else _nd.array(a) for a in args]
-        key = tuple([(a.shape, a.dtype, a.stype) for a in args])
-        entry = self._cached.get(key)
+    def _call_cached(self, args):
+        args, key = list(args), []
+        for i, a in enumerate(args):
+            if not isinstance(a, _nd.NDArray):
+                a = args[i] = _nd.array(a)
+            key.append((a.shape, a.dtype, a.stype))
+        entry = self._cached.get(tuple(key))
         if entry is None:
-            entry = self._cached[key] = self._trace(args)
+            entry = self._cached[tuple(key)] = self._trace(args)
         program, params, kind = entry
-        outs = program.run(args + [p.data() for p in params])
+        for p in params:
+            args.append(p._data if p._data is not None else p.data())  # (data() raises)
+        outs = program.run(args)
         return outs[0] if kind is None else kind(outs)
 
     def _trace(self, args):

@@ -69,20 +69,22 @@ def _(data, weight, bias, num_hidden, no_bias, flatten, act_type):
 
 def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
     """Validate shapes and dtypes; return the output shape."""
+    dtype = weight.dtype
     for name, x in (("data", data), ("bias", bias)):
-        if x is not None and x.dtype != weight.dtype:
+        if x is not None and x.dtype != dtype:
             raise DTypeError(f"FullyConnected: {name} has dtype {x.dtype} but weight has dtype "
-                             f"{weight.dtype}; all inputs need one dtype (as in MXNet): cast "
-                             f"with {name}.astype({str(weight.dtype)!r})")
-    if weight.ndim != 2 or weight.shape[0] != num_hidden:
-        raise ShapeError(f"FullyConnected: weight has shape {weight.shape}, expected "
+                             f"{dtype}; all inputs need one dtype (as in MXNet): cast "
+                             f"with {name}.astype({str(dtype)!r})")
+    wshape, shape = weight.shape, data.shape
+    if len(wshape) != 2 or wshape[0] != num_hidden:
+        raise ShapeError(f"FullyConnected: weight has shape {wshape}, expected "
                          f"(num_hidden={num_hidden}, in_units)")
-    lead = data.shape[:1] if flatten else data.shape[:-1]
-    in_units = math.prod(data.shape[len(lead):])
-    if data.ndim == 0 or in_units != weight.shape[1]:
-        raise ShapeError(f"FullyConnected: data of shape {data.shape} (flatten={flatten}) has "
-                         f"{in_units} input units but weight of shape {weight.shape} expects "
-                         f"{weight.shape[1]}")
+    lead = shape[:1] if flatten else shape[:-1]
+    in_units = math.prod(shape[len(lead):])
+    if not shape or in_units != wshape[1]:
+        raise ShapeError(f"FullyConnected: data of shape {shape} (flatten={flatten}) has "
+                         f"{in_units} input units but weight of shape {wshape} expects "
+                         f"{wshape[1]}")
     if (bias is None) != bool(no_bias):
         raise NetsError(f"FullyConnected: no_bias={no_bias} but bias is "
                         f"{'missing' if bias is None else 'given'}")
@@ -97,10 +99,13 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
     else:
-        y = _matmul(data._np.reshape(math.prod(shape[:-1]), weight.shape[1]), weight._np.T)
+        w = weight._np
+        y = _matmul(data._np.reshape(math.prod(shape[:-1]), w.shape[1]), w.T)
     if bias is not None:
         y += bias._np
-    return NDArray(_fused_act(y, act_type, "FullyConnected").reshape(shape), data.context)
+    if act_type is not None:
+        y = _fused_act(y, act_type, "FullyConnected")
+    return NDArray(y if y.shape == shape else y.reshape(shape), data.context)
 
 
 def _register_layer(op, fn):
@@ -136,7 +141,7 @@ def _(node, g):
                 None if wants[1] is None else
                 NDArray(_matmul(g2.T, data._np.reshape(g2.shape[0], -1)), ctx),
                 None if bias is None or wants[2] is None else
-                NDArray(g2.sum(axis=0, dtype=g2.dtype), ctx))
+                NDArray(np.add.reduce(g2, axis=0, dtype=g2.dtype), ctx))
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
     d_data = d_weight = None
     if data.stype == "csr":
@@ -717,17 +722,19 @@ def _loss_op(name, attrs, doc, loss, grads):
         out = np.asarray(loss(pred._np, label._np.reshape(pred.shape), **kw))
         return NDArray(out if shape is None else out.reshape(shape), pred.context)
 
+    names = tuple(attrs)  # the formula's attributes (not ``shape``)
+
     @op.vjp
     def _(node, g):
         pred, label = node.inputs
-        kw = dict(node.attrs)
-        del kw["shape"]
-        g = as_dense(g)._np.reshape(pred.shape)
+        shape = pred.shape
+        g = as_dense(g)._np.reshape(shape)
         # (sparse operands reach here from the dense fallback)
-        derivs = grads(as_dense(pred)._np, as_dense(label)._np.reshape(pred.shape), **kw)
-        return tuple(None if parent is None else
-                     NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
-                     for parent, x, d in zip(node.parents, (pred, label), derivs))
+        derivs = grads(as_dense(pred)._np, as_dense(label)._np.reshape(shape),
+                       **{k: node.attrs[k] for k in names})
+        return tuple([None if parent is None else
+                      NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
+                      for parent, x, d in zip(node.parents, (pred, label), derivs)])
     return op
 
 
