@@ -249,9 +249,12 @@ def test_too_many_states_raise():
         create("adam").update(0, weight, nd.ones((3, 2)), states)
 
 
-def test_no_dropped_weight_or_state_is_kept_alive():
-    """The optimizer keeps no reference to a parameter's arrays between updates: a weight
-    or state dropped by its owner is freed at once, and a new buffer is the one updated."""
+def test_only_the_latest_update_s_arrays_are_kept_alive():
+    """The optimizer holds the arrays of a parameter's latest update (as ``torch.optim``
+    holds its parameters and their state) and nothing older: states replaced (e.g. by
+    ``Trainer.load_states``) are freed at the next update, a new weight buffer is the one
+    updated, and the arrays go with the optimizer."""
+    import gc
     import weakref
     opt = create("adam", learning_rate=0.1)
     w = nd.ones((4, 3))
@@ -263,11 +266,16 @@ def test_no_dropped_weight_or_state_is_kept_alive():
     opt.update(0, w, nd.ones((4, 3)), state)
     assert all(r() is None for r in old_state)
     before = w.asnumpy()
+    old_buffer = weakref.ref(w._np)
     w._np = w._np.copy()  # a new buffer (set_data may replace it): the one updated
     opt.update(0, w, nd.ones((4, 3)), state)
     assert not np.array_equal(w.asnumpy(), before)
+    assert old_buffer() is None
     weight, buffer = weakref.ref(w), weakref.ref(w._np)
-    del w
+    del w, state
+    assert weight() is not None  # the optimizer's parameter, until the optimizer goes
+    del opt
+    gc.collect()
     assert weight() is None and buffer() is None
 
 
@@ -301,7 +309,7 @@ def test_updates_of_the_same_arrays_see_every_write_and_every_change():
     """Updating the same weight, gradient and state objects step after step (as a Trainer
     does, ``backward`` writing the gradient in place) uses each step's values, a strided
     gradient included; settings that read more states are refused with those same objects;
-    a gradient dropped after its update is freed."""
+    a gradient dropped after its update is freed at the next update."""
     import weakref
     rng = np.random.default_rng(1)
     opt = create("sgd", learning_rate=0.1, momentum=0.9)
@@ -334,6 +342,7 @@ def test_updates_of_the_same_arrays_see_every_write_and_every_change():
 
     dropped = weakref.ref(g._np)
     del g
+    opt.update(0, w, nd.zeros((3, 2)), state)  # the next update holds its own gradient
     assert dropped() is None
 
 
