@@ -443,7 +443,7 @@ class RowSelection:
             given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
         self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
-        self._floats = self._scalars = None  # (the float arguments, and as cast: ``run``)
+        self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
         self._weight_line = weight_line
         self.operands = self._storages = None
         operands = (weight, grad, *states)
@@ -486,9 +486,10 @@ class RowSelection:
         one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
         streams memory at the bandwidth one core already gets: one call."""
         pos, count = self.pos, self.count
-        if floats != self._floats:
-            self._floats, self._scalars = floats, tuple(np.array(floats, self.dtype))
-        args = (*self._arrays, *self._scalars, *flags)
+        cast = self._cast
+        if cast[0] != floats:
+            cast = self._cast = (floats, tuple(np.array(floats, self.dtype)))
+        args = (*self._arrays, *cast[1], *flags)
         if not pos.shape[1]:
             kernel(pos, 0, count, *args)
             return

@@ -361,3 +361,32 @@ def test_an_optimizer_that_updated_pickles_with_its_update_counts():
     copy.update(0, w2, g, copy.create_state(0, w2))
     assert copy.records[0].step == 3 and opt.records[0].step == 2
     assert not np.array_equal(w2.asnumpy(), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_updates_of_the_same_arrays_use_each_update_s_hyper_parameters(dtype):
+    """A hyper-parameter changed between updates of the same weight, gradient and state
+    (learning rate, weight decay, momentum, rescaling, clipping) is the one the next update
+    applies, in the weight's dtype: SGD with momentum against numpy."""
+    rng = np.random.default_rng(2)
+    opt = create("sgd", learning_rate=0.1, momentum=0.5)
+    w, g = nd.array(np.ones((4, 3)), dtype=dtype), nd.zeros((4, 3), dtype=dtype)
+    state = opt.create_state(0, w)
+    ref_w, ref_mom = np.ones((4, 3), dtype), np.zeros((4, 3), dtype)
+    settings = [(0.1, 0.0, 0.5, 1.0, None), (0.1, 0.0, 0.5, 1.0, None),
+                (0.3, 0.01, 0.5, 1.0, None), (0.3, 0.01, 0.9, 0.5, None),
+                (0.3, 0.01, 0.9, 0.5, 0.2), (0.05, 0.0, 0.0, 2.0, 0.2)]
+    for lr, wd, momentum, rescale, clip in settings:
+        opt.set_learning_rate(lr)
+        opt.wd, opt.momentum, opt.rescale_grad, opt.clip_gradient = wd, momentum, rescale, clip
+        values = rng.standard_normal((4, 3)).astype(dtype)
+        g[:] = nd.array(values, dtype=dtype)
+        opt.update(0, w, g, state)
+        step = rescale * values
+        if clip is not None:
+            step = np.clip(step, -clip, clip)
+        ref_mom = momentum * ref_mom - lr * (wd * ref_w + step)
+        ref_w = ref_w + ref_mom
+        assert w.dtype == dtype
+        assert_almost_equal(w.asnumpy(), ref_w, rtol=1e-5, atol=1e-6)
+        assert_almost_equal(state.asnumpy(), ref_mom, rtol=1e-5, atol=1e-6)
