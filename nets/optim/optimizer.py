@@ -1,14 +1,14 @@
 """``Optimizer``: the base class of every optimizer, the registry (``register``/``create``),
 the per-parameter ``Record`` and the ``RowSelection`` that makes updates lazy.
 
-An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count and
-catch-up decay) and one method with the math, ``update_rows``. ``update`` checks the
-operands, selects the rows to update - every row, or the row_sparse gradient's rows when
-``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``, which runs the
-optimizer's numba kernel (``nets.kernels.optim``) on the selected rows of the weight, the
-gradient and each state, whether each is dense or row_sparse. With a lazy selection no
-other row of the weight or of any state is read or written; with every row selected an
-absent gradient row counts as zero.
+An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count,
+catch-up decay and the operands its latest update validated) and one method with the math,
+``update_rows``. ``update`` checks the operands, selects the rows to update - every row, or
+the row_sparse gradient's rows when ``lazy_update`` - and hands that ``RowSelection`` to
+``update_rows``, which runs the optimizer's numba kernel (``nets.kernels.optim``) on the
+selected rows of the weight, the gradient and each state, whether each is dense or
+row_sparse. With a lazy selection no other row of the weight or of any state is read or
+written; with every row selected an absent gradient row counts as zero.
 """
 import math
 import warnings
