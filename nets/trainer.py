@@ -187,7 +187,9 @@ class Trainer:
         ``rescale_grad``). ``batch_size`` must be a finite number > 0: MXNet took any, so 0
         raised a bare ZeroDivisionError and a negative size ascended the gradient."""
         check_number("batch_size", batch_size, low=0, low_open=True)
-        self._optimizer.rescale_grad = self._scale / batch_size
+        scale = self._scale / batch_size
+        if self._optimizer.rescale_grad != scale:  # (set, and checked again, on a change)
+            self._optimizer.rescale_grad = scale
 
     def step(self, batch_size, ignore_stale_grad=False):
         """``allreduce_grads()`` then ``update(batch_size)``; when the store updates the

@@ -1,14 +1,14 @@
 """``Optimizer``: the base class of every optimizer, the registry (``register``/``create``),
 the per-parameter ``Record`` and the ``RowSelection`` that makes updates lazy.
 
-An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count and
-catch-up decay) and one method with the math, ``update_rows``. ``update`` checks the
-operands, selects the rows to update - every row, or the row_sparse gradient's rows when
-``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``, which runs the
-optimizer's numba kernel (``nets.kernels.optim``) on the selected rows of the weight, the
-gradient and each state, whether each is dense or row_sparse. With a lazy selection no
-other row of the weight or of any state is read or written; with every row selected an
-absent gradient row counts as zero.
+An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count,
+catch-up decay and the operands its latest update validated) and one method with the math,
+``update_rows``. ``update`` checks the operands, selects the rows to update - every row, or
+the row_sparse gradient's rows when ``lazy_update`` - and hands that ``RowSelection`` to
+``update_rows``, which runs the optimizer's numba kernel (``nets.kernels.optim``) on the
+selected rows of the weight, the gradient and each state, whether each is dense or
+row_sparse. With a lazy selection no other row of the weight or of any state is read or
+written; with every row selected an absent gradient row counts as zero.
 """
 import math
 import warnings
@@ -34,12 +34,24 @@ class Record:
     ``wd_mode='catchup'``, ``log_decay``: the sum of ``log(1 - lr * wd)`` over its steps,
     and ``stamps``: per row, that sum when the row was last updated (None until a step
     decays).
+
+    ``rows``: the ``RowSelection`` the parameter's latest update validated and built, kept
+    while it can serve the next one (``RowSelection.serves``: the same dense weight,
+    gradient and states over the same storages), else None. Operands are validated once,
+    then trusted while they stay the ones validated (scipy's "validate at construction,
+    then trust"); the record holds them strongly, as ``torch.optim`` holds its parameters
+    and their ``state[p]``. A record copies and pickles as its counts (an optimizer shipped
+    to a store's servers takes no arrays along).
     """
 
-    __slots__ = ("step", "log_decay", "stamps")
+    __slots__ = ("step", "log_decay", "stamps", "rows")
 
     def __init__(self, step=0, log_decay=0.0, stamps=None):
         self.step, self.log_decay, self.stamps = step, log_decay, stamps
+        self.rows = None
+
+    def __reduce__(self):
+        return Record, (self.step, self.log_decay, self.stamps)
 
 
 class Optimizer:
@@ -236,8 +248,7 @@ class Optimizer:
     def _check_states(self, index, state):
         """``state`` as a tuple of ``len(state_names)`` (None for an absent state), every
         state the update reads given (``RowSelection`` checks each array)."""
-        states = (() if state is None else tuple(state) if isinstance(state, (tuple, list))
-                  else (state,))
+        states = _as_states(state)
         most = len(self.state_names)
         if len(states) > most:
             raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
@@ -271,11 +282,14 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        rows = RowSelection(weight, grad, self._check_states(index, state), self.lazy_update,
-                            self._row_state_flags)
+        states = self._check_states(index, state)
         record = self.records.get(index)
-        if record is None:
-            record = self.records[index] = Record()
+        rows = None if record is None else record.rows
+        if rows is None or not rows.serves(weight, grad, states):
+            rows = RowSelection(weight, grad, states, self.lazy_update, self._row_state_flags)
+            if record is None:
+                record = self.records[index] = Record()
+            record.rows = rows if rows.operands is not None else None
         record.step += 1
         if record.step > self.num_update:
             self.num_update = record.step
@@ -331,6 +345,14 @@ class Optimizer:
         record.stamps[:] = record.log_decay
 
 
+def _as_states(state):
+    """An update's ``state`` argument as a tuple: None none, an array one, a tuple or list
+    its items."""
+    if state is None:
+        return ()
+    return tuple(state) if isinstance(state, (tuple, list)) else (state,)
+
+
 def _mults(what, table):
     """``table`` as a dict, each multiplier checked to be a finite number ``>= 0``."""
     table = dict(table)
@@ -384,6 +406,10 @@ class RowSelection:
     ``lazy_update``: select the gradient's rows when it is row_sparse. A row_sparse
     gradient listing every row selects every row (``ids`` None): the update is the dense
     pass, costing what a dense gradient's does.
+
+    ``operands``: ``(weight, grad, *states)`` when every operand is dense and viewed here in
+    its own storage (no copy), so that the selection serves every later update of these
+    arrays while their storages stay (``serves``); else None.
     """
 
     def __init__(self, weight, grad, states, lazy_update, row_states=()):
@@ -416,7 +442,14 @@ class RowSelection:
             lines.append(line)
             given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
+        self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
+        self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
         self._weight_line = weight_line
+        self.operands = self._storages = None
+        operands = (weight, grad, *states)
+        if g.flags.c_contiguous and all(a is None or a.stype == "default" for a in operands):
+            self.operands = operands
+            self._storages = tuple([None if a is None else a._np for a in operands])
         # (with every row selected, every storage holds every row: only a row_sparse
         # gradient, lacking some, has a line)
         if ids is None and grad_line is None:
@@ -430,16 +463,33 @@ class RowSelection:
                     line = every
                 self.pos[k] = line
 
+    def serves(self, weight, grad, states):
+        """Whether this selection is the one an update of ``weight`` by ``grad`` with
+        ``states`` (padded as ``Optimizer._check_states`` pads them) would build: it was
+        made from these very dense arrays, each still over the storage it validated and
+        views (a numpy array keeps its shape and dtype, and a nets array its stype)."""
+        if self.operands is None:
+            return False
+        for a, kept, x in zip((weight, grad, *states), self.operands, self._storages):
+            if a is not kept or (x is not None and a._np is not x):
+                return False
+        return True
+
     def run(self, kernel, floats, *flags):
         """Run optimizer ``kernel`` (one of ``nets.kernels.optim``) over the selected rows,
         with ``floats`` (its float scalars, cast to the weight's dtype: each kernel compiles
-        once per dtype) and ``flags``. Every optimizer kernel is called here.
+        once per dtype) and ``flags``. Every optimizer kernel is called here. A selection
+        serving several updates casts ``floats`` again only when they differ from the
+        previous update's (a numpy scalar costs more to make than the kernel call).
 
         A lazy update waits on memory latency (scattered rows), so the cores share a large
         one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
         streams memory at the bandwidth one core already gets: one call."""
         pos, count = self.pos, self.count
-        args = (self.weight, self.grad, *self.states, *np.array(floats, self.dtype), *flags)
+        cast = self._cast
+        if cast[0] != floats:
+            cast = self._cast = (floats, tuple(np.array(floats, self.dtype)))
+        args = (*self._arrays, *cast[1], *flags)
         if not pos.shape[1]:
             kernel(pos, 0, count, *args)
             return

@@ -249,9 +249,12 @@ def test_too_many_states_raise():
         create("adam").update(0, weight, nd.ones((3, 2)), states)
 
 
-def test_no_dropped_weight_or_state_is_kept_alive():
-    """The optimizer keeps no reference to a parameter's arrays between updates: a weight
-    or state dropped by its owner is freed at once, and a new buffer is the one updated."""
+def test_only_the_latest_update_s_arrays_are_kept_alive():
+    """The optimizer holds the arrays of a parameter's latest update (as ``torch.optim``
+    holds its parameters and their state) and nothing older: states replaced (e.g. by
+    ``Trainer.load_states``) are freed at the next update, a new weight buffer is the one
+    updated, and the arrays go with the optimizer."""
+    import gc
     import weakref
     opt = create("adam", learning_rate=0.1)
     w = nd.ones((4, 3))
@@ -263,11 +266,16 @@ def test_no_dropped_weight_or_state_is_kept_alive():
     opt.update(0, w, nd.ones((4, 3)), state)
     assert all(r() is None for r in old_state)
     before = w.asnumpy()
+    old_buffer = weakref.ref(w._np)
     w._np = w._np.copy()  # a new buffer (set_data may replace it): the one updated
     opt.update(0, w, nd.ones((4, 3)), state)
     assert not np.array_equal(w.asnumpy(), before)
+    assert old_buffer() is None
     weight, buffer = weakref.ref(w), weakref.ref(w._np)
-    del w
+    del w, state
+    assert weight() is not None  # the optimizer's parameter, until the optimizer goes
+    del opt
+    gc.collect()
     assert weight() is None and buffer() is None
 
 
@@ -301,7 +309,7 @@ def test_updates_of_the_same_arrays_see_every_write_and_every_change():
     """Updating the same weight, gradient and state objects step after step (as a Trainer
     does, ``backward`` writing the gradient in place) uses each step's values, a strided
     gradient included; settings that read more states are refused with those same objects;
-    a gradient dropped after its update is freed."""
+    a gradient dropped after its update is freed at the next update."""
     import weakref
     rng = np.random.default_rng(1)
     opt = create("sgd", learning_rate=0.1, momentum=0.9)
@@ -334,6 +342,7 @@ def test_updates_of_the_same_arrays_see_every_write_and_every_change():
 
     dropped = weakref.ref(g._np)
     del g
+    opt.update(0, w, nd.zeros((3, 2)), state)  # the next update holds its own gradient
     assert dropped() is None
 
 
@@ -352,3 +361,32 @@ def test_an_optimizer_that_updated_pickles_with_its_update_counts():
     copy.update(0, w2, g, copy.create_state(0, w2))
     assert copy.records[0].step == 3 and opt.records[0].step == 2
     assert not np.array_equal(w2.asnumpy(), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_updates_of_the_same_arrays_use_each_update_s_hyper_parameters(dtype):
+    """A hyper-parameter changed between updates of the same weight, gradient and state
+    (learning rate, weight decay, momentum, rescaling, clipping) is the one the next update
+    applies, in the weight's dtype: SGD with momentum against numpy."""
+    rng = np.random.default_rng(2)
+    opt = create("sgd", learning_rate=0.1, momentum=0.5)
+    w, g = nd.array(np.ones((4, 3)), dtype=dtype), nd.zeros((4, 3), dtype=dtype)
+    state = opt.create_state(0, w)
+    ref_w, ref_mom = np.ones((4, 3), dtype), np.zeros((4, 3), dtype)
+    settings = [(0.1, 0.0, 0.5, 1.0, None), (0.1, 0.0, 0.5, 1.0, None),
+                (0.3, 0.01, 0.5, 1.0, None), (0.3, 0.01, 0.9, 0.5, None),
+                (0.3, 0.01, 0.9, 0.5, 0.2), (0.05, 0.0, 0.0, 2.0, 0.2)]
+    for lr, wd, momentum, rescale, clip in settings:
+        opt.set_learning_rate(lr)
+        opt.wd, opt.momentum, opt.rescale_grad, opt.clip_gradient = wd, momentum, rescale, clip
+        values = rng.standard_normal((4, 3)).astype(dtype)
+        g[:] = nd.array(values, dtype=dtype)
+        opt.update(0, w, g, state)
+        step = rescale * values
+        if clip is not None:
+            step = np.clip(step, -clip, clip)
+        ref_mom = momentum * ref_mom - lr * (wd * ref_w + step)
+        ref_w = ref_w + ref_mom
+        assert w.dtype == dtype
+        assert_almost_equal(w.asnumpy(), ref_w, rtol=1e-5, atol=1e-6)
+        assert_almost_equal(state.asnumpy(), ref_mom, rtol=1e-5, atol=1e-6)
