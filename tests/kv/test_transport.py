@@ -62,20 +62,27 @@ def test_a_dropped_owner_removes_its_segments_and_close_removes_every_file():
     assert not os.path.exists(path) and not os.path.exists(reply)
 
 
-def test_the_files_of_a_killed_worker_are_removed_by_the_next_pool():
+def _files_of_a_killed_process(script):
+    """The paths ``script`` (run in a new Python process) prints on one line, once that
+    process is killed (no atexit: its files stay); each is checked to exist."""
     import signal
     import subprocess
     import sys
-    script = ("import sys, numpy as np; from nets.kv.transport import Pool; p = Pool(); "
-              "a = p.request(([np.ones((700, 64), np.float32)],)); print(a[1], a[2]); "
-              "sys.stdout.flush(); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", script + "; sys.stdout.flush(); "
+                              "sys.stdin.read()"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     paths = child.stdout.readline().split()
-    assert len(paths) == 2 and all(os.path.exists(p) for p in paths)
-    child.send_signal(signal.SIGKILL)  # no atexit: its files stay
+    child.send_signal(signal.SIGKILL)
     child.wait()
-    assert all(os.path.exists(p) for p in paths)
+    assert paths and all(os.path.exists(p) for p in paths)
+    return paths
+
+
+def test_the_files_of_a_killed_worker_are_removed_by_the_next_pool():
+    paths = _files_of_a_killed_process(
+        "import sys, numpy as np; from nets.kv.transport import Pool; p = Pool(); "
+        "a = p.request(([np.ones((700, 64), np.float32)],)); print(a[1], a[2])")
+    assert len(paths) == 2
     mine = Pool()  # a new worker's pool sweeps them
     try:
         assert not any(os.path.exists(p) for p in paths)
@@ -88,9 +95,6 @@ def test_the_files_of_a_killed_worker_are_removed_by_the_next_pool():
 
 
 def test_a_probe_file_is_removed_after_use_or_by_a_sweep_once_its_process_died():
-    import signal
-    import subprocess
-    import sys
     with transport.probe_file() as (path, token):
         assert os.path.dirname(path) == transport.FOLDER
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -99,15 +103,8 @@ def test_a_probe_file_is_removed_after_use_or_by_a_sweep_once_its_process_died()
         transport.sweep()  # its process is alive: kept
         assert os.path.exists(path)
     assert not os.path.exists(path)
-    script = ("import sys; from nets.kv import transport; "
-              "probe = transport.probe_file(); print(probe.__enter__()[0]); sys.stdout.flush(); "
-              "sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-    left = child.stdout.readline().strip()
-    assert os.path.exists(left)
-    child.send_signal(signal.SIGKILL)  # killed mid-probe: its file stays
-    child.wait()
-    assert os.path.exists(left)
+    (left,) = _files_of_a_killed_process(  # killed mid-probe: its file stays
+        "import sys; from nets.kv import transport; probe = transport.probe_file(); "
+        "print(probe.__enter__()[0])")
     transport.sweep()
     assert not os.path.exists(left)
