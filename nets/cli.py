@@ -299,7 +299,7 @@ def _bar(iterable, **options):
     draw on one terminal, which a nets command never does. tqdm's lock is process-wide, so
     a command run inside another process (``main([...])``) leaves it as it is."""
     from tqdm import tqdm
-    if _PROGRAM_GC["program"]:
+    if _PROGRAM["own"]:
         import threading
         tqdm.set_lock(threading.RLock())
     return tqdm(iterable, file=sys.stderr, **options)
@@ -869,12 +869,12 @@ def main(argv=None):
     """Entry point of the ``nets`` console script; returns the exit code (see the module's
     docstring). ``argv`` None: the program's own command line (``sys.argv``), in a process
     of its own (the console script, ``python -m nets``), whose garbage collection follows
-    ``_PROGRAM_GC``; a list: arguments to run in the calling process, whose collector is
+    ``_PROGRAM``; a list: arguments to run in the calling process, whose collector is
     left alone."""
     program = argv is None
-    if program:  # (start-up: see _PROGRAM_GC)
+    if program:  # (start-up: see _PROGRAM)
         gc.disable()
-        _PROGRAM_GC["paused"] = _PROGRAM_GC["program"] = True
+        _PROGRAM["gc_paused"] = _PROGRAM["own"] = True
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -885,25 +885,25 @@ def main(argv=None):
             gc.freeze()
 
 
-# The ``nets`` program's cyclic garbage collection. Its start-up (the imports, numba's
-# typing tables and loaded kernels, the model) creates objects that live until the process
-# ends, and next to no garbage; yet the collector would traverse all of them at every full
-# collection, during the start-up itself, during the work and again in the collections of
-# the interpreter's exit. So ``main`` pauses the collector from the start;
-# ``_work_begins`` (each command calls it where its set-up ends) freezes what exists
-# (``gc.freeze``: never examined again, never freed) and resumes collecting for the work's
-# garbage; and ``main`` freezes everything left before the process exits. ``program``:
-# whether this process is the program's (``main()`` without arguments), which also owns
-# process-wide settings such as tqdm's lock (``_bar``).
-_PROGRAM_GC = {"paused": False, "program": False}
+# What the ``nets`` program's own process (``main()`` without arguments) sets: ``own``,
+# that this process is the program's, which then owns process-wide settings such as tqdm's
+# lock (``_bar``); ``gc_paused``, for its cyclic garbage collection. Its start-up (the
+# imports, numba's typing tables and loaded kernels, the model) creates objects that live
+# until the process ends, and next to no garbage; yet the collector would traverse all of
+# them at every full collection, during the start-up itself, during the work and again in
+# the collections of the interpreter's exit. So ``main`` pauses the collector from the
+# start; ``_work_begins`` (each command calls it where its set-up ends) freezes what
+# exists (``gc.freeze``: never examined again, never freed) and resumes collecting for the
+# work's garbage; and ``main`` freezes everything left before the process exits.
+_PROGRAM = {"gc_paused": False, "own": False}
 
 
 def _work_begins():
     """Where a command's set-up ends and its work begins: in the ``nets`` program, the
     objects that exist are frozen and the collector, paused since the start, resumes
-    (``_PROGRAM_GC``); elsewhere nothing."""
-    if _PROGRAM_GC["paused"]:
-        _PROGRAM_GC["paused"] = False
+    (``_PROGRAM``); elsewhere nothing."""
+    if _PROGRAM["gc_paused"]:
+        _PROGRAM["gc_paused"] = False
         gc.freeze()
         gc.enable()
 

@@ -1,5 +1,5 @@
 """What a ``nets`` command pays to start (issue 26, item 2): the program's garbage
-collection (``cli._PROGRAM_GC``), the modules a warm ``nets train`` leaves unimported, and
+collection (``cli._PROGRAM``), the modules a warm ``nets train`` leaves unimported, and
 kernels that load from numba's cache without reading the installed packages' entry points.
 
 Each behaviour that belongs to the ``nets`` program (a process of its own) is checked in a
@@ -46,7 +46,7 @@ def test_main_with_arguments_leaves_the_callers_collector_alone(tmp_path, capsys
     assert cli.main(["train", path, "--epochs", "1", "--save", str(tmp_path / "m.npz")]) == 0
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
-    assert cli._PROGRAM_GC["paused"] is False
+    assert cli._PROGRAM["gc_paused"] is False
 
 
 def test_the_program_collects_from_where_its_work_begins(tmp_path):
@@ -137,7 +137,7 @@ def test_progress_bars_write_under_a_thread_lock_in_the_program_only(monkeypatch
         with cli._bar(range(3), disable=True) as bar:
             assert list(bar) == [0, 1, 2]
         assert tqdm.get_lock() is theirs
-        monkeypatch.setitem(cli._PROGRAM_GC, "program", True)
+        monkeypatch.setitem(cli._PROGRAM, "own", True)
         with cli._bar(range(3), disable=True) as bar:
             assert list(bar) == [0, 1, 2]
         assert tqdm.get_lock() is not theirs

@@ -307,9 +307,6 @@ def _deliver(slot, grad):
             buf._assign(_sum([buf, grad[0]]))
     elif grad is None:
         buf[:] = 0  # (a sparse buffer becomes empty)
-    elif buf.stype == "default" and grad[0].stype == "default":
-        buf._bump_version()  # (what `buf[:] = g` does; nothing records during delivery)
-        np.copyto(buf._np, grad[0]._np, casting="unsafe")
     elif grad[1]:
         buf._assign(grad[0])
     else:

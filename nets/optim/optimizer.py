@@ -248,7 +248,8 @@ class Optimizer:
     def _check_states(self, index, state):
         """``state`` as a tuple of ``len(state_names)`` (None for an absent state), every
         state the update reads given (``RowSelection`` checks each array)."""
-        states = _as_states(state)
+        states = (() if state is None else tuple(state) if isinstance(state, (tuple, list))
+                  else (state,))
         most = len(self.state_names)
         if len(states) > most:
             raise NetsError(f"{type(self).__name__}.update: parameter {index} has "
@@ -343,14 +344,6 @@ class Optimizer:
         w = _view2d(_storage(weight, "weight"))
         w *= np.exp(record.log_decay - record.stamps[ids]).astype(w.dtype)[:, None]
         record.stamps[:] = record.log_decay
-
-
-def _as_states(state):
-    """An update's ``state`` argument as a tuple: None none, an array one, a tuple or list
-    its items."""
-    if state is None:
-        return ()
-    return tuple(state) if isinstance(state, (tuple, list)) else (state,)
 
 
 def _mults(what, table):
