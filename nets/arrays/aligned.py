@@ -5,7 +5,7 @@ page), so a 256-byte row of such an array spans five cache lines instead of four
 128-byte row three instead of two. Gathering scattered rows and updating them lazily pay
 per line fetched, so the dense arrays nets allocates (parameters, optimizer states, arrays
 built by ``nd.array``/``nd.zeros``) start on a line boundary, as PyTorch's CPU allocator
-does (benchmarks/README.md measures the effect).
+does.
 Arrays smaller than a page stay with malloc: they are cache-resident or read whole.
 """
 import numpy as np

@@ -112,10 +112,10 @@ def _dense_keep(x, pre, ufunc, axes):
     n = math.prod(a.shape[lead:])
     if (ufunc is np.add and axes and 0 < n <= 128 and a.dtype in FLOAT_DTYPES
             and a.flags.c_contiguous and axes == tuple(range(lead, a.ndim))):
-        # Trailing rows this short: numpy's reduce pays an inner-loop call per row. Up to
-        # 2^18 values the row-sum kernel beats a BLAS matrix-vector product with ones; above,
-        # BLAS (threaded) wins (benchmarks/README.md). Both are as accurate as numpy's
-        # pairwise sum here.
+        # Trailing rows this short: numpy's reduce pays an inner-loop call per row. The
+        # row-sum kernel sums them in one pass on one thread; a larger array goes to a BLAS
+        # matrix-vector product with ones, which BLAS may spread over threads. Both are as
+        # accurate as numpy's pairwise sum here.
         rows = a.reshape(-1, n)
         sums = kernels.reduce.row_sums(rows) if a.size <= 1 << 18 else rows @ np.ones(n, a.dtype)
         return sums.reshape(a.shape[:lead] + (1,) * len(axes))
