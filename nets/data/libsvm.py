@@ -36,7 +36,11 @@ from ..serialization import load_arrays, save_arrays, write_atomically
 
 __all__ = ["load_libsvm", "save_libsvm", "libsvm_width", "libsvm_blocks"]
 
-LOAD_BLOCK = 256 << 20  # load_libsvm reads and parses the file in blocks of this many bytes
+# load_libsvm reads and parses a file in blocks of this many bytes, then joins the blocks'
+# arrays. Blocks this small keep each block's text buffer and arrays within what malloc
+# serves again from memory freed earlier in the process; one buffer for the whole file would
+# be new memory on every call, whose pages the operating system must fault in and zero.
+LOAD_BLOCK = 8 << 20
 PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all threads,
 MAX_PARTS = 16  # and in at most this many: enough for threads to balance a busy neighbour
 _NO_LIMIT = 2 ** 62
