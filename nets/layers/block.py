@@ -255,12 +255,8 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        if self._active and not kwargs:
-            for a in args:
-                if isinstance(a, _symbol.Symbol):
-                    break
-            else:
-                return self._call_cached(args)
+        if self._active and not kwargs and not any(isinstance(a, _symbol.Symbol) for a in args):
+            return self._call_cached(args)
         return self.forward(*args, **kwargs)  # (Symbol inputs: composing a larger graph)
 
     def forward(self, x, *args):
@@ -278,13 +274,12 @@ class HybridBlock(Block):
             if not isinstance(a, _nd.NDArray):
                 a = args[i] = _nd.array(a)
             key.append((a.shape, a.dtype, a.stype))
-        entry = self._cached.get(tuple(key))
+        key = tuple(key)
+        entry = self._cached.get(key)
         if entry is None:
-            entry = self._cached[tuple(key)] = self._trace(args)
+            entry = self._cached[key] = self._trace(args)
         program, params, kind = entry
-        for p in params:
-            args.append(p._data if p._data is not None else p.data())  # (data() raises)
-        outs = program.run(args)
+        outs = program.run(args + [p.data() for p in params])
         return outs[0] if kind is None else kind(outs)
 
     def _trace(self, args):

@@ -173,8 +173,10 @@ class Parameter:
     # -- access ---------------------------------------------------------------------
     def data(self, ctx=None):
         """The parameter's array (its storage type is ``stype``)."""
-        self._check_initialized()
-        return self._data
+        data = self._data
+        if data is None:
+            self._check_initialized()  # (raises: why there is none)
+        return data
 
     def list_data(self):
         """``[data()]`` (one device)."""
