@@ -233,17 +233,22 @@ def _stream(batches, target=None):
     return one_pass
 
 
-def _slices(blocks, batch_size, target=None):
-    """Passes over the rows of the ``(X, y)`` blocks (read once, kept for later passes) in
-    batches of ``batch_size`` consecutive rows, as if the blocks were one array: a batch
-    within a block is a view of it, one across two blocks a copy; ``target`` maps each
-    block's labels (see ``_target``)."""
-    batches, kept = _rebatched(blocks, batch_size, target), []
+def _slices(blocks, batch_size, target=None, keep=True):
+    """Passes over the rows of the ``(X, y)`` blocks in batches of ``batch_size`` consecutive
+    rows, as if the blocks were one array: a batch within a block is a view of it, one across
+    two blocks a copy; ``target`` maps each block's labels (see ``_target``). The blocks are
+    read once: with ``keep`` the batches are kept for later passes; without, there is one
+    pass, and a block is let go once its batches are done (memory stays a few blocks)."""
+    batches, kept, passes = _rebatched(blocks, batch_size, target), [], []
 
     def one_pass():
+        if passes and not keep:
+            raise RuntimeError("_slices(keep=False) makes one pass: its batches are gone")
+        passes.append(True)
         yield from kept
         for batch in batches:  # (the first pass; a later one finds them all kept)
-            kept.append(batch)
+            if keep:
+                kept.append(batch)
             yield batch
     return one_pass
 
@@ -281,12 +286,17 @@ def _joined(pieces):
 def _blocks(path, features):
     """The ``(X, y)`` blocks of a LibSVM file read zero-based with ``features`` columns, as
     ``_load`` reads it whole; with more than one thread they are parsed ahead in a
-    background thread, which starts now (training on a block overlaps parsing the next)."""
+    background thread, which starts now (training on a block overlaps parsing the next),
+    on one thread fewer than nets uses: the training thread keeps a core of its own."""
     from .data import libsvm
     from .data.iterators import Background
     from .parallel import get_num_threads
-    blocks = libsvm.libsvm_blocks(path, features, zero_based=True, block=libsvm.READ_BLOCK)
-    return Background(blocks, name="nets-parse") if get_num_threads() > 1 else blocks
+    threads = get_num_threads()
+    if threads == 1:
+        return libsvm.libsvm_blocks(path, features, zero_based=True, block=libsvm.READ_BLOCK)
+    return Background(libsvm.libsvm_blocks(path, features, zero_based=True,
+                                           block=libsvm.READ_BLOCK, threads=threads - 1),
+                      name="nets-parse")
 
 
 BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
@@ -663,8 +673,9 @@ def _train(args):
                 features = args.features
                 blocks = [reading.enter_context(contextlib.closing(_blocks(path, features)))
                           for path in files]
-            train_pass = _slices(blocks[0], batch_size, target)
-            val_pass = _slices(blocks[1], batch_size, target) if args.val else None
+            again = args.epochs > 1  # (a later epoch passes over the rows again)
+            train_pass = _slices(blocks[0], batch_size, target, keep=again)
+            val_pass = _slices(blocks[1], batch_size, target, keep=again) if args.val else None
         else:
             features = args.features
             if features is None:
@@ -719,7 +730,7 @@ def _predict(args):
         if _read_mode(args.read, [args.data]) == "memory":  # (parsing while the model loads)
             blocks = reading.enter_context(contextlib.closing(_blocks(args.data,
                                                                       cfg["features"])))
-            one_pass = _slices(blocks, args.batch_size)
+            one_pass = _slices(blocks, args.batch_size, keep=False)
         else:
             one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
         net = _build(cfg)

@@ -288,9 +288,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def parallel_for(body, count, work=None, chunk=None):
-    """``body(lo, hi)`` over chunks covering ``[0, count)`` once, on up to
-    ``get_num_threads()`` threads (the caller included); returns when every chunk is done.
+def parallel_for(body, count, work=None, chunk=None, threads=None):
+    """``body(lo, hi)`` over chunks covering ``[0, count)`` once, on up to ``threads``
+    threads (None: ``get_num_threads()``; the caller included); returns when every chunk is
+    done.
 
     ``work`` estimates the elements the whole call touches: a call gets one thread per
     ``GRAIN`` of it at most (None: as many threads as items). ``chunk`` fixes the chunk
@@ -302,7 +303,8 @@ def parallel_for(body, count, work=None, chunk=None):
     """
     if count <= 0:
         return
-    threads = 1 if work is not None and work < 2 * GRAIN else min(get_num_threads(), count)
+    most = get_num_threads() if threads is None else min(threads, get_num_threads())
+    threads = 1 if work is not None and work < 2 * GRAIN else min(most, count)
     if work is not None:
         threads = min(threads, work // GRAIN)
     if threads <= 1 or getattr(_local, "inside", False):
@@ -326,15 +328,16 @@ def parallel_for(body, count, work=None, chunk=None):
         raise call.error
 
 
-def parallel_map(fn, count):
-    """``[fn(0), ..., fn(count - 1)]``, the threads taking the next index whenever they
-    finish one (``parallel_for`` in chunks of one)."""
+def parallel_map(fn, count, threads=None):
+    """``[fn(0), ..., fn(count - 1)]`` on up to ``threads`` threads (None:
+    ``get_num_threads()``), each taking the next index whenever it finishes one
+    (``parallel_for`` in chunks of one)."""
     results = [None] * count
 
     def body(lo, hi):
         for i in range(lo, hi):
             results[i] = fn(i)
-    parallel_for(body, count, chunk=1)
+    parallel_for(body, count, chunk=1, threads=threads)
     return results
 
 

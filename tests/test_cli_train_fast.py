@@ -268,14 +268,15 @@ def test_a_file_in_blocks_of_any_size_reads_as_a_stream_does(tmp_path, monkeypat
 
 # -- read into memory block by block, parsed ahead ---------------------------------------------
 
+@pytest.mark.parametrize("epochs", [1, 2])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, capsys,
-                                                               monkeypatch, threads):
+                                                               monkeypatch, threads, epochs):
     """With --features, a file read into memory is parsed in blocks (in a background thread
     with 2 threads) and trained on as they come: with blocks that end mid-batch (and a
     batch that spans three blocks), the model and the printed losses and metrics equal,
     bit for bit, those of the file parsed as one block (the whole file in memory); --val too,
-    and over 2 epochs (the second trains on the kept batches)."""
+    in one epoch (nothing kept) and over 2 (the second trains on the kept batches)."""
     models, lines = [], []
     monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
     nets.set_num_threads(threads)
@@ -283,15 +284,29 @@ def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, 
         monkeypatch.setattr(libsvm, "READ_BLOCK", block)
         path = tmp_path / f"{block}.npz"
         _train(files / "train.libsvm", "--val", files / "val.libsvm", "--features",
-               FEATURES, "--optimizer", "adagrad", "--epochs", 2, "--batch-size", 64,
+               FEATURES, "--optimizer", "adagrad", "--epochs", epochs, "--batch-size", 64,
                "--read", "memory", "--save", path)
         models.append(_model(path))
         lines.append([ln.split("  ", 2)[2] for ln in _epoch_lines(capsys.readouterr().out)])
-    assert len(lines[0]) == 2
+    assert len(lines[0]) == epochs
     for other in range(1, len(models)):
         assert lines[other] == lines[0]
         for name in models[0]:
             np.testing.assert_array_equal(models[other][name], models[0][name])
+
+
+def test_slices_keep_their_batches_for_later_passes_or_make_one():
+    """``_slices`` passes over the blocks' batches again when it keeps them; without, it
+    makes one pass (letting each block go) and refuses a second instead of yielding none."""
+    blocks = [(nets.nd.sparse.csr_matrix(np.eye(4, dtype=np.float32)[a:a + 2]),
+               nets.nd.array(np.arange(a, a + 2, dtype=np.float32))) for a in (0, 2)]
+    kept = cli._slices(blocks, 3)
+    first = [y.asnumpy().tolist() for _, y in kept()]
+    assert first == [[0, 1, 2], [3]] and [y.asnumpy().tolist() for _, y in kept()] == first
+    once = cli._slices(iter(blocks), 3, keep=False)
+    assert [y.asnumpy().tolist() for _, y in once()] == first
+    with pytest.raises(RuntimeError, match="one pass"):
+        list(once())
 
 
 def test_rebatched_blocks_are_the_slices_of_their_rows():
@@ -333,9 +348,29 @@ def test_libsvm_blocks_join_to_the_whole_file(tmp_path, block):
         load_libsvm(str(path), n_features=50, zero_based=False)[0].asnumpy())
     with pytest.raises(nets.NetsError, match=r"line 4: feature index out of range"):
         list(libsvm.libsvm_blocks(str(path), 20, block=block))
-    for bad in ({"zero_based": "auto"}, {"n_features": None}, {"block": 0}):
+    for bad in ({"zero_based": "auto"}, {"n_features": None}, {"block": 0}, {"threads": 0},
+                {"threads": "2"}, {"threads": True}):
         with pytest.raises(nets.NetsError, match=next(iter(bad))):
             list(libsvm.libsvm_blocks(str(path), **{"n_features": 50, **bad}))
+
+
+def test_libsvm_blocks_parse_on_at_most_the_threads_given(tmp_path, monkeypatch):
+    """``libsvm_blocks(threads=1)`` parses each block in the calling thread alone, whatever
+    nets' thread count, into the blocks that all threads give."""
+    path = tmp_path / "m.libsvm"
+    path.write_bytes(TEXT * 50)
+    monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
+    monkeypatch.setattr(parallel, "GRAIN", 1)
+    monkeypatch.setattr(libsvm, "PART_BYTES", 64)  # (several ranges a block)
+    nets.set_num_threads(4)
+    want = list(libsvm.libsvm_blocks(str(path), 50, block=1000))
+    with parallel.count_threads() as counts:
+        got = list(libsvm.libsvm_blocks(str(path), 50, block=1000, threads=1))
+    assert counts and set(counts) == {1}
+    assert len(got) == len(want) > 1
+    for (X, y), (X0, y0) in zip(got, want):
+        np.testing.assert_array_equal(X.asnumpy(), X0.asnumpy())
+        np.testing.assert_array_equal(y.asnumpy(), y0.asnumpy())
 
 
 def test_background_hands_over_items_errors_and_stops():

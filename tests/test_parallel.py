@@ -165,6 +165,22 @@ def test_the_thread_count_is_reached_and_not_exceeded(threads, n):
     assert len({t for _, _, t in seen}) == counts[0] <= n
 
 
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_a_call_capped_at_fewer_threads_uses_at_most_those(threads, cap):
+    """``threads=`` caps one call below the thread count (a parser leaving the training
+    thread its core): ``cap`` threads are reached (chunks waiting for ``cap`` of them at
+    once), never more."""
+    threads(4)
+    barrier = threading.Barrier(cap, timeout=HANG_GUARD)
+
+    def body(lo, hi):
+        barrier.wait()
+    with parallel.count_threads() as counts:
+        parallel.parallel_for(body, cap, chunk=1, threads=cap)
+        assert parallel.parallel_map(lambda i: i, 40, threads=cap) == list(range(40))
+    assert counts[0] == cap and counts[1] <= cap
+
+
 def test_one_thread_runs_in_the_caller_in_one_call(threads):
     threads(1)
     seen, counts = _chunks(50)

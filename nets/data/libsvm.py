@@ -152,17 +152,19 @@ def _parse_part(buf, bounds, args, bases, outs, i):
     return kernels.libsvm.parse_part(buf, bounds, i, *args, *bases, *outs)
 
 
-def _parse(buf, spec, name, lines_before):
-    """Parse the whole lines in ``buf`` (uint8) of the file ``name`` -> _Block.
-    ``lines_before``: the file's line ends before ``buf`` (an int, or a function giving it:
-    it is needed only to report an error)."""
+def _parse(buf, spec, name, lines_before, threads=None):
+    """Parse the whole lines in ``buf`` (uint8) of the file ``name`` -> _Block, on up to
+    ``threads`` threads (None: ``get_num_threads()``). ``lines_before``: the file's line
+    ends before ``buf`` (an int, or a function giving it: it is needed only to report an
+    error)."""
     k = kernels.libsvm
     if buf.ctypes.data % 8:  # count_range reads 8-byte words (numpy's buffers are aligned)
         buf = buf.copy()
-    parts = max(1, min(len(buf) // PART_BYTES, MAX_PARTS)) if get_num_threads() > 1 else 1
+    threads = get_num_threads() if threads is None else threads
+    parts = max(1, min(len(buf) // PART_BYTES, MAX_PARTS)) if threads > 1 else 1
     bounds = k.line_bounds(buf, parts)
     counts = np.array(parallel_map(lambda i: k.count_range(buf, bounds[i], bounds[i + 1]),
-                                   parts), np.int64).reshape(-1, 3)
+                                   parts, threads), np.int64).reshape(-1, 3)
     rows_cap = counts[:, 0] + 1
     row_base = np.concatenate(([0], np.cumsum(rows_cap)))
     nnz_base = np.concatenate(([0], np.cumsum(counts[:, 1])))
@@ -183,7 +185,7 @@ def _parse(buf, spec, name, lines_before):
         slow_pos = np.empty((cap * parts, 2), INDEX_DTYPE)
         call = (buf, bounds, args, (row_base, nnz_base, lab_base),
                 (labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos))
-        stats = np.array(parallel_map(functools.partial(_parse_part, *call), parts),
+        stats = np.array(parallel_map(functools.partial(_parse_part, *call), parts, threads),
                          np.int64).reshape(-1, 8)
         failed = np.flatnonzero(stats[:, 4])
         if failed.size:  # the first error in file order
@@ -364,20 +366,26 @@ class TextReader:
 
     def blocks(self, block):
         """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
-        line longer than that makes its array longer)."""
-        carry = np.zeros(0, np.uint8)
+        line longer than that makes its array longer). The arrays are views of one buffer
+        that each block is read into: an array is valid until the next one is asked for (the
+        parser copies what it keeps), and a long file touches the buffer's pages once
+        instead of fresh memory for every block."""
+        buf, kept = np.empty(block, np.uint8), 0  # kept: a partial line's bytes, at the start
         while True:
-            buf = np.empty(len(carry) + block, np.uint8)
-            buf[:len(carry)] = carry
-            end = len(carry) + self.readinto(buf[len(carry):])
-            if end < len(buf):  # the end of the text: its last line may lack a '\n'
+            if len(buf) < kept + block:  # (a line longer than a block)
+                grown = np.empty(kept + block, np.uint8)
+                grown[:kept] = buf[:kept]
+                buf = grown
+            end = kept + self.readinto(buf[kept:kept + block])
+            if end < kept + block:  # the end of the text: its last line may lack a '\n'
                 if end:
                     yield buf[:end]
                 return
-            cut = _last_newline(buf) + 1
+            cut = _last_newline(buf[:end]) + 1
             if cut:
                 yield buf[:cut]
-            carry = buf[cut:]
+            kept = end - cut
+            buf[:kept] = buf[cut:end]
 
     def close(self):
         self._file.close()  # a decompressing reader leaves the file it reads open
@@ -477,15 +485,16 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
     return (X, y, qid) if query_id else (X, y)
 
 
-def _parsed_blocks(text, spec, path, block, progress=False):
+def _parsed_blocks(text, spec, path, block, progress=False, threads=None):
     """The ``_Block``s of the open ``TextReader`` ``text`` (of the file ``path``), parsed
-    ``block`` bytes at a time, front to back; a tqdm bar of bytes with ``progress``."""
+    ``block`` bytes at a time, front to back, each on up to ``threads`` threads (None:
+    ``get_num_threads()``); a tqdm bar of bytes with ``progress``."""
     plain = text.regular and text.compression is None
     lines, read = 0, 0
     with _Progress(progress, text.st.st_size if plain else None,
                    os.path.basename(path)) as bar:
         for buf in text.blocks(block):
-            parsed = _parse(buf, spec, path, lines)
+            parsed = _parse(buf, spec, path, lines, threads)
             lines += parsed.newlines
             read += len(buf)
             bar.update(len(buf))
@@ -497,7 +506,8 @@ def _parsed_blocks(text, spec, path, block, progress=False):
 READ_BLOCK = 8 << 20  # libsvm_blocks' default block: a few training batches of rows
 
 
-def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ_BLOCK):
+def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ_BLOCK,
+                  threads=None):
     """The rows of the LibSVM file ``path`` as consecutive ``(X, y)`` blocks, front to back:
     each block holds the whole lines of about ``block`` bytes of text, ``X`` a
     ``CSRNDArray`` ``(rows, n_features)`` and ``y`` an ``NDArray`` of labels, both of
@@ -508,7 +518,8 @@ def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ
     ``n_features`` and ``zero_based`` (True or False) must be given: every block is read as
     the whole file would be (an index out of range raises ``NetsError`` naming its line when
     its block is parsed). ``path`` may be a stream or a compressed file, as for
-    ``load_libsvm``.
+    ``load_libsvm``. ``threads``: at most this many threads parse a block (None:
+    ``nets.get_num_threads()``), e.g. fewer while other threads train on the blocks.
     """
     path = _path(path)
     if zero_based not in (True, False):
@@ -517,9 +528,12 @@ def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ
         raise NetsError("n_features=None: libsvm_blocks needs the feature count")
     if not isinstance(block, (int, np.integer)) or block < 1:
         raise NetsError(f"block={block!r}: expected a positive number of bytes")
+    if threads is not None and (not isinstance(threads, (int, np.integer))
+                                or isinstance(threads, bool) or threads < 1):
+        raise NetsError(f"threads={threads!r}: expected a positive int or None")
     spec = _Spec(n_features, zero_based, dtype)
     with TextReader(path) as text:
-        for parsed in _parsed_blocks(text, spec, path, int(block)):
+        for parsed in _parsed_blocks(text, spec, path, int(block), threads=threads):
             yield block_arrays(parsed, spec, int(n_features))
 
 

@@ -144,10 +144,10 @@ class _FirstCompile(event.Listener):
 event.register("numba:compile", _FirstCompile())
 
 
-def jit(fn=None, *, reassoc=False, helper=False, inline=False):
+def jit(fn=None, *, reassoc=False, helper=False, inline=False, allocates=True):
     """``numba.njit(cache=True, nogil=True)`` through the ``Kernel`` dispatcher, recorded in
     ``KERNELS``; ``@jit``, ``@jit(reassoc=True)``, ``@jit(helper=True)``,
-    ``@jit(helper=True, inline=True)``. Under
+    ``@jit(helper=True, inline=True)``, ``@jit(allocates=False)``. Under
     ``NUMBA_DISABLE_JIT=1`` the function itself (recorded too).
 
     No explicit signatures: those would compile at import. ``error_model='numpy'``: a float
@@ -164,6 +164,14 @@ def jit(fn=None, *, reassoc=False, helper=False, inline=False):
     attribute, numba's ``forceinline``): for a hot helper that LLVM's own cost model
     would leave as a call, e.g. the number parser inside the LibSVM parser's token loop.
     It costs little to compile (the function is still typed once, on its own).
+    ``allocates=False``: the function creates no array (it reads and writes the arrays it
+    is given), so it is compiled without numba's runtime (numba's ``_nrt=False``): its
+    array arguments are borrowed for the call instead of reference counted. Numba counts a
+    reference on entry to every function an array is passed to and releases it on exit,
+    each an atomic operation on the array's counter that LLVM cannot remove even when it
+    inlines the function: in a loop calling small helpers over one buffer, as the LibSVM
+    parser's token loop does, that is several atomic operations per token. Creating an
+    array in such a function fails to compile.
     """
     options = {"nopython": True, "nogil": True, "error_model": "numpy",
                "fastmath": {"reassoc"} if reassoc else False}
@@ -171,6 +179,8 @@ def jit(fn=None, *, reassoc=False, helper=False, inline=False):
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     if inline:
         options.update(forceinline=True)
+    if not allocates:
+        options.update(_nrt=False)
 
     def wrap(fn):
         kernel = fn

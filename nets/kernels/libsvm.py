@@ -21,6 +21,9 @@ A fresh install's first load compiles ``parse_range`` (with the helpers it calls
 loop with one call of each helper, bytes are classified by a table, and which grammar rule
 a bad token breaks is told apart in Python (``classify``), off the compiled path.
 
+Every kernel here writes into arrays its caller allocated (``jit(allocates=False)``: no
+reference counting of the buffer passed to each helper in the token loop).
+
 Invariants every kernel here trusts (nets.data.libsvm checks first):
 - ``buf`` is a 1-D writable uint8 array starting 8-byte aligned; ``bounds`` are non-decreasing
   line starts in it (0, or a position right after a '\\n'), the last one ``len(buf)``;
@@ -82,7 +85,7 @@ _LOW_PAIR, _X100, _X1 = (np.uint64(c) for c in
 INT10 = np.array([10 ** k for k in range(19)], np.int64)
 
 
-@jit(helper=True, inline=True)
+@jit(helper=True, inline=True, allocates=False)
 def _eight_digits(buf, p, hi):
     """``(n, value)``: the number of decimal digits starting the eight bytes at ``p``
     (``p + 8 <= len(buf)``), at most ``hi - p``, and their value. Branch-free SWAR: a
@@ -103,7 +106,7 @@ def _eight_digits(buf, p, hi):
     return n, np.int64(v)
 
 
-@jit(helper=True, inline=True)
+@jit(helper=True, inline=True, allocates=False)
 def _digits(buf, p, hi):
     """``(value, end)`` of the decimal digits starting at ``p`` (at most 19 read, stopping
     at a non-digit or ``hi``): value -1 unless they are an INT (1 to 18 digits)."""
@@ -123,7 +126,7 @@ def _digits(buf, p, hi):
     return (v if p < e < p + 19 else -1), e
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _split(a):
     """Veltkamp's split: ``a = hi + lo`` exactly, each with at most 26 significant bits."""
     c = 134217729.0 * a  # 2**27 + 1
@@ -131,7 +134,7 @@ def _split(a):
     return hi, a - hi
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def dd_mul10(m_hi, m_lo, k):
     """``(m_hi + m_lo) * 10**k`` as a double-double ``(hi, lo)``, ``|k| <= DD_K``, relative
     error below 2**-102 (Dekker's exact product of the leading terms; cross terms rounded)."""
@@ -145,7 +148,7 @@ def dd_mul10(m_hi, m_lo, k):
     return hi, e - (hi - p)
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def decimal_value(mant, exp10, truncated):
     """``(v, status)`` for the decimal ``mant * 10**exp10`` (0 <= ``mant`` < 10**18;
     ``truncated``: non-zero digits were dropped after the 18th, a relative error < 1e-17).
@@ -173,7 +176,7 @@ def decimal_value(mant, exp10, truncated):
     return 0.0, SLOW
 
 
-@jit(helper=True, inline=True)
+@jit(helper=True, inline=True, allocates=False)
 def _number(buf, p, hi):
     """``(value, status, end)`` of the NUMBER token starting at ``p``; ``end`` is where it
     stops (a separator or ``hi`` when well formed). One pass over the bytes, the hot loop of
@@ -242,7 +245,7 @@ def _number(buf, p, hi):
     return (-v if neg else v), status, p
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _labels(buf, p, e, lab_ids, n, lab_limit):
     """Parse the multi-label token ``buf[p:e]`` into ``lab_ids[n:]`` sorted: (new n, error)."""
     start = n
@@ -265,7 +268,7 @@ def _labels(buf, p, e, lab_ids, n, lab_limit):
         p = q + 1
 
 
-@jit
+@jit(allocates=False)
 def parse_range(buf, lo, hi, limit, pend, shift, lab_limit,
                 labels, qids, lab_ptr, lab_ids, indptr, indices, data, slow_at, slow_pos):
     """Parse the lines in ``buf[lo:hi]``.
@@ -400,14 +403,14 @@ _ONES, _LOW7 = np.uint64(0x0101010101010101), np.uint64(0x7F7F7F7F7F7F7F7F)
 _NEWLINES, _COLONS, _COMMAS = (np.uint64(0x0101010101010101 * c) for c in (10, 58, 44))
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _zero_bytes(y):
     """How many of the 8 bytes of the uint64 ``y`` are zero (exact, branch-free)."""
     t = ~(((y & _LOW7) + _LOW7) | y | _LOW7)  # 0x80 in each zero byte, 0 elsewhere
     return np.int64(((t >> np.uint64(7)) * _ONES) >> np.uint64(56))
 
 
-@jit
+@jit(allocates=False)
 def count_words(words, lo, hi):
     """('\\n', ':', ',') counts in the 8-byte words ``words[lo:hi]`` (uint64): eight bytes a
     step (numba does not vectorise the byte loop, so one word per step beats one byte per
@@ -458,7 +461,7 @@ def parse_part(buf, bounds, k, multilabel, limit, pend, shift, lab_limit, row_ba
 
 # -- writer ---------------------------------------------------------------------------------
 
-@jit
+@jit(allocates=False)
 def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
     """Per value ``x[i]``, ``lo <= i < hi``: the decimal ``mant * 10**exp10`` with the
     fewest digits (at most 9 for float32, 17 for float64) that parse_range reads back as
@@ -494,7 +497,7 @@ def shortest_decimals(x, f32, mant, exp10, status, lo, hi):
                     break
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _put_int(out, p, v):
     """Write the decimal digits of ``v`` >= 0 at ``out[p:]``; return the end."""
     n, t = 1, v
@@ -507,7 +510,7 @@ def _put_int(out, p, v):
     return p + n
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _put_bytes(out, p, word):
     for k in range(len(word)):
         out[p + k] = word[k]
@@ -520,7 +523,7 @@ _POS_INF = np.frombuffer(b"inf", np.uint8).copy()
 _NEG_INF = np.frombuffer(b"-inf", np.uint8).copy()
 
 
-@jit(helper=True)
+@jit(helper=True, allocates=False)
 def _put_decimal(out, p, m, e, status):
     """Write ``m * 10**e`` (or a special token): positional when short, else d.ddde+x."""
     if status == NEG_ZERO:
@@ -571,7 +574,7 @@ def _put_decimal(out, p, m, e, status):
     return _put_int(out, end, x)
 
 
-@jit
+@jit(allocates=False)
 def write_rows(out, multilabel, lab_m, lab_e, lab_st, lab_ptr, lab_ids, qids, indptr,
                indices, shift, val_m, val_e, val_st):
     """Write rows as LibSVM lines into ``out``: label (or comma-joined label ids), ``qid:q``
