@@ -239,12 +239,13 @@ def _slices(blocks, batch_size, target=None, keep=True):
     two blocks a copy; ``target`` maps each block's labels (see ``_target``). The blocks are
     read once: with ``keep`` the batches are kept for later passes; without, there is one
     pass, and a block is let go once its batches are done (memory stays a few blocks)."""
-    batches, kept, passes = _rebatched(blocks, batch_size, target), [], []
+    batches, kept, started = _rebatched(blocks, batch_size, target), [], False
 
     def one_pass():
-        if passes and not keep:
+        nonlocal started
+        if started and not keep:
             raise RuntimeError("_slices(keep=False) makes one pass: its batches are gone")
-        passes.append(True)
+        started = True
         yield from kept
         for batch in batches:  # (the first pass; a later one finds them all kept)
             if keep:

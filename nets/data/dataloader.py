@@ -8,7 +8,8 @@ from .. import nd
 from ..base import NetsError, StorageTypeError
 from ..arrays.dense import NDArray
 from ..random import generator
-from .iterators import _positive, stack_rows
+from .iterators import stack_rows
+from .libsvm import _positive
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
            "default_batchify_fn", "DataLoader"]

@@ -21,7 +21,8 @@ from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..random import generator
-from .libsvm import TextReader, _path, _Spec, block_arrays, line_ranges, read_blocks
+from .libsvm import (TextReader, _path, _positive, _Spec, block_arrays, line_ranges,
+                     read_blocks)
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter", "ResizeIter",
            "PrefetchingIter", "Background"]
@@ -218,12 +219,6 @@ class NDArrayIter(DataIter):
         return DataBatch([take_rows(v, idx) for _, v in self.data],
                          [take_rows(v, idx) for _, v in self.label], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
-
-
-def _positive(value, name):
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise NetsError(f"{name}={value!r}: expected a positive integer")
-    return int(value)
 
 
 def _width(shape, name):

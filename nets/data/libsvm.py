@@ -420,6 +420,14 @@ def block_arrays(block, spec, n_features, n_labels=None):
                          block.lab_ptr, (block.rows, n_labels))
 
 
+def _positive(value, name):
+    """``value`` as an int, checked to be a positive integer (not a bool): else
+    ``NetsError`` naming the argument ``name`` and the value."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise NetsError(f"{name}={value!r}: expected a positive integer")
+    return int(value)
+
+
 def _path(path, name="path"):
     try:
         return os.fspath(path)
@@ -526,14 +534,11 @@ def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ
         raise NetsError(f"zero_based={zero_based!r}: expected True or False")
     if n_features is None:
         raise NetsError("n_features=None: libsvm_blocks needs the feature count")
-    if not isinstance(block, (int, np.integer)) or block < 1:
-        raise NetsError(f"block={block!r}: expected a positive number of bytes")
-    if threads is not None and (not isinstance(threads, (int, np.integer))
-                                or isinstance(threads, bool) or threads < 1):
-        raise NetsError(f"threads={threads!r}: expected a positive int or None")
+    block = _positive(block, "block")  # (bytes)
+    threads = None if threads is None else _positive(threads, "threads")
     spec = _Spec(n_features, zero_based, dtype)
     with TextReader(path) as text:
-        for parsed in _parsed_blocks(text, spec, path, int(block), threads=threads):
+        for parsed in _parsed_blocks(text, spec, path, block, threads=threads):
             yield block_arrays(parsed, spec, int(n_features))
 
 
