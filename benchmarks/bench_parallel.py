@@ -1,0 +1,185 @@
+"""What a second thread gives one kernel call through ``nets.parallel``, against what the
+second core could give.
+
+``nets.parallel``'s workers block between calls, so a worker joins a call only once the
+operating system has woken it. This script measures, in one process:
+
+- **wake-up**: how long after a call is posted a blocked worker starts its first chunk
+  (the caller holds its own chunk meanwhile, with the GIL released);
+- for two memory-bound kernels of a W2 training step (random rows of a 10^6 x 64 float32
+  table): a lazy Adam update of ~7,300 rows, and ``dot(csr, W)`` of a 512-row batch with 30
+  nonzeros a row (uniform ids),
+  - one call on 1 thread (``set_num_threads(1)``),
+  - one call on 2 threads (``set_num_threads(2)``: split if its work is worth a second
+    thread, see ``nets.parallel.GRAIN``),
+  - the reference: two Python threads each making whole calls on 1 thread, on tables of
+    their own (the time per call when both cores are busy all along: what the second core
+    is worth without any wake-up).
+
+Before each call (but the reference's) the main thread runs ``--gap-us`` of Python, as a
+training step does between its kernels, so the worker is asleep when a call comes. Prints a
+table and one JSON line.
+
+    python benchmarks/bench_parallel.py [--quick] [--calls 100] [--reps 5] [--gap-us 200]
+"""
+import argparse
+import json
+import os
+import platform
+import threading
+import time
+
+import numpy as np
+
+import nets
+from nets import nd, parallel
+from nets.optim import create
+
+ROWS, COLS, BATCH, NNZ, TOUCHED = 1_000_000, 64, 512, 30, 7_300
+HOLD = 0.005  # seconds the caller holds its chunk in the wake-up probe
+
+
+def _busy(seconds):
+    """Python work holding the GIL, as a step's code between two kernel calls."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def wake_up(calls, gap):
+    """Seconds from posting a 2-chunk call to its worker starting the second chunk, per
+    call; None where the worker came after the caller's chunk (``HOLD``) and the caller
+    took the second chunk itself."""
+    parallel.set_num_threads(2)
+    caller, seen = threading.get_ident(), []
+
+    def body(lo, hi):
+        if threading.get_ident() == caller:
+            time.sleep(HOLD)  # the caller keeps the first chunk, the GIL released
+        else:
+            seen.append(time.perf_counter() - posted)
+    out = []
+    for _ in range(calls):
+        _busy(gap)
+        seen.clear()
+        posted = time.perf_counter()
+        parallel.parallel_for(body, 2, chunk=1)
+        out.append(seen[0] if seen else None)
+    return out
+
+
+class Kernels:
+    """The two kernels on one table of their own (weight, Adam state, gradients, batches)."""
+
+    def __init__(self, rng, rows, calls):
+        self.w = nd.array(rng.standard_normal((rows, COLS), dtype=np.float32))
+        self.opt = create("adam", learning_rate=0.01, lazy_update=True)
+        self.state = self.opt.create_state(0, self.w)
+        touched = max(1, TOUCHED * rows // ROWS)
+        self.grads = [nd.sparse.row_sparse_array(
+            (rng.standard_normal((touched, COLS), dtype=np.float32),
+             np.sort(rng.choice(rows, touched, replace=False))), shape=(rows, COLS))
+            for _ in range(calls)]
+        span = rows // NNZ  # one id in each of NNZ equal spans: distinct and sorted
+        starts = np.arange(NNZ, dtype=np.int64) * span
+        indptr = np.arange(0, BATCH * NNZ + 1, NNZ, dtype=np.int64)
+        self.batches = [nd.sparse.csr_matrix(
+            (rng.random(BATCH * NNZ, dtype=np.float32),
+             (rng.integers(0, span, (BATCH, NNZ)) + starts).ravel(), indptr),
+            shape=(BATCH, rows)) for _ in range(calls)]
+
+    def calls(self, kernel):
+        if kernel == "lazy Adam":
+            return [lambda g=g: self.opt.update(0, self.w, g, self.state) for g in self.grads]
+        return [lambda x=x: nd.sparse.dot(x, self.w) for x in self.batches]
+
+
+def one_call(calls, threads, gap):
+    """Seconds of each call, ``threads`` allowed, ``gap`` of Python before each."""
+    parallel.set_num_threads(threads)
+    out = []
+    for call in calls:
+        _busy(gap)
+        start = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def two_callers(calls_a, calls_b):
+    """Seconds per call when two threads make their own calls, back to back, on 1 thread
+    each at once (no Python between calls: the GIL would serialise it)."""
+    parallel.set_num_threads(1)
+
+    def run(calls):
+        for call in calls:
+            call()
+    threads = [threading.Thread(target=run, args=(c,)) for c in (calls_a, calls_b)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (time.perf_counter() - start) / (len(calls_a) + len(calls_b))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a 100,000-row table, a smoke run")
+    parser.add_argument("--calls", type=int, default=100, help="calls per variant and rep")
+    parser.add_argument("--reps", type=int, default=5, help="reps, the variants in turn")
+    parser.add_argument("--gap-us", type=float, default=200.0,
+                        help="Python work before each call, in microseconds")
+    args = parser.parse_args()
+    if args.calls < 1 or args.reps < 1 or args.gap_us < 0:
+        parser.error(f"--calls {args.calls}, --reps {args.reps}, --gap-us {args.gap_us}: "
+                     f"expected >= 1, >= 1, >= 0")
+    rows, gap = (100_000 if args.quick else ROWS), args.gap_us * 1e-6
+    rng = np.random.default_rng(0)
+    tables = [Kernels(rng, rows, args.calls) for _ in range(2)]
+    for kernel in ("lazy Adam", "csr . dense"):  # compile, and touch the pages the calls do
+        for table in tables:
+            one_call(table.calls(kernel), 2, 0)
+    wakes = wake_up(args.calls * args.reps, gap)
+    wake = np.array([w for w in wakes if w is not None] or [np.nan]) * 1e6
+    results = {"wake_up_us": {"median": float(np.median(wake)),
+                              "p10": float(np.percentile(wake, 10)),
+                              "p90": float(np.percentile(wake, 90)),
+                              "later_than_hold": wakes.count(None)}}
+    for kernel in ("lazy Adam", "csr . dense"):
+        calls, other = tables[0].calls(kernel), tables[1].calls(kernel)
+        one, two, both, used = [], [], [], []
+        for _ in range(args.reps):  # the variants in turn, so drifts of the machine hit all
+            with parallel.count_threads() as counts:
+                two.append(np.median(one_call(calls, 2, gap)))
+            used += counts
+            one.append(np.median(one_call(calls, 1, gap)))
+            both.append(two_callers(calls, other))
+        one, two, both = np.median(one), np.median(two), np.median(both)
+        results[kernel] = {"one_thread_ms": one * 1e3, "two_threads_ms": two * 1e3,
+                           "threads_used": float(np.mean(used)), "two_callers_ms": both * 1e3,
+                           "split_speedup": one / two, "core_speedup": one / both}
+
+    w = results["wake_up_us"]
+    print(f"table {rows} x {COLS} float32; medians of {args.reps} reps of {args.calls} calls, "
+          f"{args.gap_us:g} us of Python before each; {os.cpu_count()} CPUs, "
+          f"nets {nets.__version__}")
+    print(f"a blocked worker joins a posted call after {w['median']:.0f} us "
+          f"(p10 {w['p10']:.0f}, p90 {w['p90']:.0f}; {w['later_than_hold']} of "
+          f"{len(wakes)} after {HOLD * 1e3:g} ms)")
+    print(f"{'kernel':<14}{'1 thread ms':>13}{'2 threads ms':>14}{'threads used':>14}"
+          f"{'2 callers ms':>14}{'split x':>9}{'core x':>8}")
+    for kernel in ("lazy Adam", "csr . dense"):
+        r = results[kernel]
+        print(f"{kernel:<14}{r['one_thread_ms']:>13.3f}{r['two_threads_ms']:>14.3f}"
+              f"{r['threads_used']:>14.2f}{r['two_callers_ms']:>14.3f}"
+              f"{r['split_speedup']:>9.2f}{r['core_speedup']:>8.2f}")
+    print("split x: one call on 2 threads against 1; core x: 2 callers' time per call "
+          "against 1 thread's (the second core's worth)")
+    print(json.dumps({"bench": "parallel", "rows": rows, "calls": args.calls, "reps": args.reps,
+                      "gap_us": args.gap_us, "cpus": os.cpu_count(), "nets": nets.__version__,
+                      "python": platform.python_version(), "results": results}))
+
+
+if __name__ == "__main__":
+    main()
