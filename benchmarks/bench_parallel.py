@@ -6,9 +6,9 @@ operating system has woken it. This script measures, in one process:
 
 - **wake-up**: how long after a call is posted a blocked worker starts its first chunk
   (the caller holds its own chunk meanwhile, with the GIL released);
-- for two memory-bound kernels of a W2 training step (random rows of a 10^6 x 64 float32
-  table): a lazy Adam update of ~7,300 rows, and ``dot(csr, W)`` of a 512-row batch with 30
-  nonzeros a row (uniform ids),
+- for W5's two memory-bound kernels on W2's batches (random rows of a 10^6 x 64 float32
+  table): ``dot(csr, W)`` of a 512-row batch (30 nonzeros a row), and the lazy Adam update
+  by its ``dot(csr.T, G)`` gradient (~7,300 rows),
   - one call on 1 thread (``set_num_threads(1)``),
   - one call on 2 threads (``set_num_threads(2)``: split if its work is worth a second
     thread, see ``nets.parallel.GRAIN``),
@@ -21,21 +21,24 @@ training step does between its kernels, so the worker is asleep when a call come
 table and one JSON line.
 
     python benchmarks/bench_parallel.py [--quick] [--calls 100] [--reps 5] [--gap-us 200]
+
+The W2 data is run.py's, generated on first use into ``--data-dir``.
 """
 import argparse
 import json
 import os
 import platform
+import tempfile
 import threading
 import time
 
 import numpy as np
 
 import nets
+import workloads as wl
 from nets import nd, parallel
 from nets.optim import create
 
-ROWS, COLS, BATCH, NNZ, TOUCHED = 1_000_000, 64, 512, 30, 7_300
 HOLD = 0.005  # seconds the caller holds its chunk in the wake-up probe
 
 
@@ -69,29 +72,25 @@ def wake_up(calls, gap):
 
 
 class Kernels:
-    """The two kernels on one table of their own (weight, Adam state, gradients, batches)."""
+    """W5's kernels on W2's batches (``workloads.w2_arrays``), over a 10^6 x 64 weight and
+    Adam state of their own; one call per batch."""
 
-    def __init__(self, rng, rows, calls):
-        self.w = nd.array(rng.standard_normal((rows, COLS), dtype=np.float32))
+    def __init__(self, arrays, calls, seed):
+        rng = np.random.default_rng(seed)
+        rows, units = wl.W2["features"], wl.W2["units"]
+        X = nd.sparse.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                                 shape=(len(arrays["indptr"]) - 1, rows))
+        self.xs = [X[s:e] for s, e in wl.batches(arrays, wl.W2["batch"])[:calls]]
+        self.w = nd.array(rng.standard_normal((rows, units), dtype=np.float32))
+        g = nd.array(rng.standard_normal((wl.W2["batch"], units), dtype=np.float32))
+        self.grads = [nd.sparse.dot(x, g, transpose_a=True) for x in self.xs]  # row_sparse
         self.opt = create("adam", learning_rate=0.01, lazy_update=True)
         self.state = self.opt.create_state(0, self.w)
-        touched = max(1, TOUCHED * rows // ROWS)
-        self.grads = [nd.sparse.row_sparse_array(
-            (rng.standard_normal((touched, COLS), dtype=np.float32),
-             np.sort(rng.choice(rows, touched, replace=False))), shape=(rows, COLS))
-            for _ in range(calls)]
-        span = rows // NNZ  # one id in each of NNZ equal spans: distinct and sorted
-        starts = np.arange(NNZ, dtype=np.int64) * span
-        indptr = np.arange(0, BATCH * NNZ + 1, NNZ, dtype=np.int64)
-        self.batches = [nd.sparse.csr_matrix(
-            (rng.random(BATCH * NNZ, dtype=np.float32),
-             (rng.integers(0, span, (BATCH, NNZ)) + starts).ravel(), indptr),
-            shape=(BATCH, rows)) for _ in range(calls)]
 
     def calls(self, kernel):
         if kernel == "lazy Adam":
             return [lambda g=g: self.opt.update(0, self.w, g, self.state) for g in self.grads]
-        return [lambda x=x: nd.sparse.dot(x, self.w) for x in self.batches]
+        return [lambda x=x: nd.sparse.dot(x, self.w) for x in self.xs]
 
 
 def one_call(calls, threads, gap):
@@ -125,18 +124,22 @@ def two_callers(calls_a, calls_b):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a 100,000-row table, a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help="W2's quick data (fewer rows to generate), a smoke run")
     parser.add_argument("--calls", type=int, default=100, help="calls per variant and rep")
     parser.add_argument("--reps", type=int, default=5, help="reps, the variants in turn")
+    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
+                                                           "nets-bench-data"),
+                        help="where run.py's generated data is cached")
     parser.add_argument("--gap-us", type=float, default=200.0,
                         help="Python work before each call, in microseconds")
     args = parser.parse_args()
     if args.calls < 1 or args.reps < 1 or args.gap_us < 0:
         parser.error(f"--calls {args.calls}, --reps {args.reps}, --gap-us {args.gap_us}: "
                      f"expected >= 1, >= 1, >= 0")
-    rows, gap = (100_000 if args.quick else ROWS), args.gap_us * 1e-6
-    rng = np.random.default_rng(0)
-    tables = [Kernels(rng, rows, args.calls) for _ in range(2)]
+    gap = args.gap_us * 1e-6
+    arrays = wl.w2_arrays(args.data_dir, args.quick)
+    tables = [Kernels(arrays, args.calls, seed) for seed in range(2)]
     for kernel in ("lazy Adam", "csr . dense"):  # compile, and touch the pages the calls do
         for table in tables:
             one_call(table.calls(kernel), 2, 0)
@@ -161,9 +164,9 @@ def main():
                            "split_speedup": one / two, "core_speedup": one / both}
 
     w = results["wake_up_us"]
-    print(f"table {rows} x {COLS} float32; medians of {args.reps} reps of {args.calls} calls, "
-          f"{args.gap_us:g} us of Python before each; {os.cpu_count()} CPUs, "
-          f"nets {nets.__version__}")
+    print(f"W2 batches, a {wl.W2['features']} x {wl.W2['units']} float32 table; medians of "
+          f"{args.reps} reps of {args.calls} calls, {args.gap_us:g} us of Python before each; "
+          f"{os.cpu_count()} CPUs, nets {nets.__version__}")
     print(f"a blocked worker joins a posted call after {w['median']:.0f} us "
           f"(p10 {w['p10']:.0f}, p90 {w['p90']:.0f}; {w['later_than_hold']} of "
           f"{len(wakes)} after {HOLD * 1e3:g} ms)")
@@ -176,9 +179,10 @@ def main():
               f"{r['split_speedup']:>9.2f}{r['core_speedup']:>8.2f}")
     print("split x: one call on 2 threads against 1; core x: 2 callers' time per call "
           "against 1 thread's (the second core's worth)")
-    print(json.dumps({"bench": "parallel", "rows": rows, "calls": args.calls, "reps": args.reps,
-                      "gap_us": args.gap_us, "cpus": os.cpu_count(), "nets": nets.__version__,
-                      "python": platform.python_version(), "results": results}))
+    print(json.dumps({"bench": "parallel", "quick": args.quick, "calls": args.calls,
+                      "reps": args.reps, "gap_us": args.gap_us, "cpus": os.cpu_count(),
+                      "nets": nets.__version__, "python": platform.python_version(),
+                      "results": results}))
 
 
 if __name__ == "__main__":
