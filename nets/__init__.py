@@ -17,7 +17,7 @@ from .base import (Context, DenseResultWarning, NetsError, StorageFallbackWarnin
                    current_context, gpu, lazy_attributes, num_gpus)
 from .parallel import get_num_threads, set_num_threads
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _SUBMODULES = ("arrays", "autograd", "callback", "data", "init", "kv", "layers", "loss",
                "metric", "model", "module", "nd", "operator", "optim", "random", "symbol",

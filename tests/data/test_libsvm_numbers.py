@@ -11,7 +11,7 @@ import pytest
 import nets
 from nets import data
 
-sklearn_datasets = pytest.importorskip("sklearn.datasets")
+import sklearn.datasets as sklearn_datasets
 
 
 def _digits(rng, n):

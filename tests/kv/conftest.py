@@ -52,7 +52,7 @@ class DistCluster:
 
 @pytest.fixture(scope="session")
 def dist_cluster():
-    ray = pytest.importorskip("ray")
+    import ray
     from nets.kv import cluster
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = _ray_imports_path()  # (what Ray's processes inherit)

@@ -1,7 +1,7 @@
 """The distributed stores on a real Ray cluster (tests/kv/conftest.py): worker processes
 run the scripts of ``dist_workers/``, which check their values against numpy and exit
 non-zero on a mismatch; exactness tests compare the workers' parameters with a local
-Trainer run here. Skipped only when Ray (the ``nets[dist]`` extra) is absent."""
+Trainer run here."""
 import importlib.util
 import os
 import subprocess
@@ -9,8 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
-pytest.importorskip("ray")
 
 import nets
 from nets.ops import add_n
@@ -184,7 +182,7 @@ def test_servers_make_a_table_from_an_initializer_and_str_keys_work(dist_cluster
 
 
 def test_the_cluster_listens_on_the_loopback_address_only(dist_cluster):
-    psutil = pytest.importorskip("psutil")
+    import psutil
     me = psutil.Process()
     listening = []
     for proc in [me] + me.children(recursive=True):

@@ -8,8 +8,6 @@ import os
 import numpy as np
 import pytest
 
-pytest.importorskip("ray")
-
 import nets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
