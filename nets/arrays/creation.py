@@ -3,7 +3,10 @@
 
 Everything built from user data is validated here (then trusted downstream).
 """
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +18,11 @@ from .base_sparse import as_index
 from .csr import CSRNDArray, canonicalize_csr, dense_to_csr_parts
 from .dense import NDArray
 from .row_sparse import RowSparseNDArray, check_rsp_parts, dense_to_rsp_parts
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ..base import Context
 
 
 def _is_scipy_sparse(x):
@@ -50,17 +58,33 @@ def _as_numpy(source, dtype, name, copy=False):
                          f"to an array of {dtype}: {e}") from e
 
 
-def array(source_array, ctx=None, dtype=None):
+def array(source_array: ArrayLike | NDArray | Any, ctx: Context | None = None,
+          dtype: DTypeLike | None = None) -> NDArray:
     """An array from a list, scalar, numpy array, scipy.sparse matrix or nets array.
 
     A scipy.sparse source gives a ``CSRNDArray`` (sharing its values when no cast is
     needed), a sparse nets array keeps its storage type (copied); everything else gives
     a dense ``NDArray`` (always a copy).
 
-    ``dtype`` defaults to MXNet 1.x's rule: the source's dtype for a nets array or a
-    scipy.sparse matrix, and **float32** for everything else -- numpy arrays of any dtype
-    (float64, int64, bool, ...), lists and Python scalars. So ``array(np.zeros(3))`` is
-    float32; pass ``dtype=`` (e.g. ``dtype=x.dtype``) to keep a numpy array's dtype.
+    Parameters
+    ----------
+    source_array : array_like, scipy.sparse matrix or NDArray
+        The values: a (nested) list, a Python scalar, a numpy array, a scipy.sparse
+        matrix (any format; converted to CSR) or a nets array of any storage type.
+    ctx : Context, optional
+        The device; default the current context (``cpu()``).
+    dtype : str or numpy dtype, optional
+        The element type. The default is MXNet 1.x's rule: the source's dtype for a nets
+        array or a scipy.sparse matrix, and **float32** for everything else -- numpy
+        arrays of any dtype (float64, int64, bool, ...), lists and Python scalars. So
+        ``array(np.zeros(3))`` is float32; pass ``dtype=`` (e.g. ``dtype=x.dtype``) to
+        keep a numpy array's dtype.
+
+    Returns
+    -------
+    NDArray
+        A dense ``NDArray``, a ``CSRNDArray`` (scipy.sparse or CSR source) or a
+        ``RowSparseNDArray`` (row_sparse source).
     """
     ctx = current_context(ctx)
     if _is_scipy_sparse(source_array) or isinstance(source_array, NDArray):
@@ -86,35 +110,142 @@ def _filled(shape, fill, ctx, dtype, stype=None):
     return NDArray(values, current_context(ctx))
 
 
-def zeros(shape, ctx=None, dtype=None, stype=None):
-    """An array of zeros (``stype`` may be ``'csr'``/``'row_sparse'``)."""
+def zeros(shape: int | tuple[int, ...], ctx: Context | None = None,
+          dtype: DTypeLike | None = None, stype: str | None = None) -> NDArray:
+    """An array of zeros.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+    stype : {'default', 'csr', 'row_sparse'}, optional
+        The storage type; default ``'default'`` (dense). A sparse array of zeros stores
+        no values.
+
+    Returns
+    -------
+    NDArray
+        An ``NDArray``, ``CSRNDArray`` or ``RowSparseNDArray`` of zeros.
+    """
     return _filled(shape, 0, ctx, dtype, stype)
 
 
-def ones(shape, ctx=None, dtype=None):
-    """A dense array of ones."""
+def ones(shape: int | tuple[int, ...], ctx: Context | None = None,
+         dtype: DTypeLike | None = None) -> NDArray:
+    """A dense array of ones.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+
+    Returns
+    -------
+    NDArray
+        A dense array filled with 1.
+    """
     return _filled(shape, 1, ctx, dtype)
 
 
-def full(shape, val, ctx=None, dtype=None):
-    """A dense array filled with ``val``."""
+def full(shape: int | tuple[int, ...], val: float, ctx: Context | None = None,
+         dtype: DTypeLike | None = None) -> NDArray:
+    """A dense array filled with ``val``.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    val : scalar
+        The value of every element (converted to ``dtype``).
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+
+    Returns
+    -------
+    NDArray
+        A dense array filled with ``val``.
+    """
     return _filled(shape, val, ctx, dtype)
 
 
-def empty(shape, ctx=None, dtype=None, stype=None):
-    """An array to be overwritten (zero-filled: nets never hands out uninitialised memory)."""
+def empty(shape: int | tuple[int, ...], ctx: Context | None = None,
+          dtype: DTypeLike | None = None, stype: str | None = None) -> NDArray:
+    """An array to be overwritten (zero-filled: nets never hands out uninitialised memory).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+    stype : {'default', 'csr', 'row_sparse'}, optional
+        The storage type; default ``'default'`` (dense).
+
+    Returns
+    -------
+    NDArray
+        An array of zeros, as ``zeros`` gives.
+    """
     return zeros(shape, ctx, dtype, stype)
 
 
-def from_numpy(ndarray, zero_copy=True):
-    """A dense ``NDArray`` sharing memory with ``ndarray`` when ``zero_copy`` (and its byte
-    order is the machine's; a dtype nets does not support raises ``DTypeError``)."""
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
+    """A dense ``NDArray`` over a numpy array's values.
+
+    Parameters
+    ----------
+    ndarray : numpy.ndarray
+        The source; its dtype is kept (a dtype nets does not support raises
+        ``DTypeError``).
+    zero_copy : bool, default True
+        Share memory with ``ndarray`` (when its byte order is the machine's); False
+        copies it.
+
+    Returns
+    -------
+    NDArray
+        A dense array of ``ndarray``'s shape and dtype.
+    """
     dtype = check_dtype(ndarray.dtype, "ndarray")
     return NDArray(np.asarray(ndarray, dtype) if zero_copy else np.array(ndarray, dtype))
 
 
-def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
-    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times (MXNet)."""
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           ctx: Context | None = None, dtype: DTypeLike | None = None) -> NDArray:
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times (MXNet).
+
+    Parameters
+    ----------
+    start : number
+        The first value; with ``stop`` omitted, the end (the values start at 0).
+    stop : number, optional
+        The end of the interval (excluded).
+    step : number, default 1.0
+        The spacing between values; must not be 0.
+    repeat : int, default 1
+        How many times each value is repeated (a positive integer).
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+
+    Returns
+    -------
+    NDArray
+        A 1-D dense array.
+    """
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -129,8 +260,28 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
 
 # -- sparse ---------------------------------------------------------------------
 
-def zeros_sparse(stype, shape, ctx=None, dtype=None):
-    """An all-zero array of storage type ``stype`` (no values stored)."""
+def zeros_sparse(stype: str, shape: int | tuple[int, ...], ctx: Context | None = None,
+                 dtype: DTypeLike | None = None) -> NDArray:
+    """An all-zero array of storage type ``stype`` (no values stored); ``nd.sparse.zeros``.
+
+    Parameters
+    ----------
+    stype : {'csr', 'row_sparse', 'default'}
+        The storage type (a CSR array is 2-D; a row_sparse one has at least one
+        dimension).
+    shape : int or tuple of int
+        The array's shape.
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The element type; default float32.
+
+    Returns
+    -------
+    NDArray
+        A ``CSRNDArray``, ``RowSparseNDArray`` (or, for ``'default'``, dense
+        ``NDArray``) of zeros.
+    """
     check_stype(stype)
     shape = normalize_shape(shape)
     ctx, dtype = current_context(ctx), as_dtype(dtype)
@@ -179,19 +330,38 @@ def _from_array(arg, stype, dtype, shape, ctx):
     return _check_shape_arg(out, shape)
 
 
-def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
-    """A ``CSRNDArray`` from one of:
+def csr_matrix(arg1: Any, shape: tuple[int, int] | None = None, ctx: Context | None = None,
+               dtype: DTypeLike | None = None) -> CSRNDArray:
+    """A ``CSRNDArray`` (compressed sparse rows) from its parts, a matrix or a shape.
 
-    - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted); columns
-      are sorted within each row, a duplicate (row, column) is an error;
-    - ``(data, (row, col))`` COO triplets — duplicates are summed, as in scipy;
-    - a ``scipy.sparse`` matrix (its values are shared when no cast is needed; its index
-      arrays are copied, so later edits of the scipy matrix cannot break this array);
-    - an array of any storage type (copied; a row_sparse one is converted, not densified),
-      a numpy array or a nested list;
-    - ``(M, N)``: an empty matrix of that shape.
+    Parameters
+    ----------
+    arg1 : tuple, scipy.sparse matrix, NDArray or array_like
+        One of:
 
-    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
+        - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted);
+          columns are sorted within each row, a duplicate (row, column) is an error;
+        - ``(data, (row, col))`` COO triplets -- duplicates are summed, as in scipy;
+        - a ``scipy.sparse`` matrix (its values are shared when no cast is needed; its
+          index arrays are copied, so later edits of the scipy matrix cannot break this
+          array);
+        - an array of any storage type (copied; a row_sparse one is converted, not
+          densified), a numpy array or a nested list;
+        - ``(M, N)``: an empty matrix of that shape.
+    shape : tuple of int, optional
+        ``(M, N)``; given beside any of the above it must agree with it (else
+        ``ShapeError``).
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The values' type; default the source's for an array source (numpy, scipy or
+        nets), else float32.
+
+    Returns
+    -------
+    CSRNDArray
+        The matrix, validated (out-of-range or duplicate indices raise
+        ``SparseFormatError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
@@ -249,16 +419,34 @@ def _check_shape_arg(arr, shape):
     return arr
 
 
-def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
-    """A ``RowSparseNDArray`` from one of:
+def row_sparse_array(arg1: Any, shape: tuple[int, ...] | None = None,
+                     ctx: Context | None = None,
+                     dtype: DTypeLike | None = None) -> RowSparseNDArray:
+    """A ``RowSparseNDArray`` (a subset of rows stored) from its parts, an array or a shape.
 
-    - ``(data, indices)``: ``data[k]`` is row ``indices[k]``; ``indices`` sorted and
-      unique; ``shape`` defaults to ``(max(indices) + 1,) + data.shape[1:]``;
-    - an array of any storage type (copied; a CSR one is converted, not densified),
-      a numpy array or a nested list (the rows holding a non-zero are stored);
-    - ``(D0, D1, ...)``: an all-zero array of that shape.
+    Parameters
+    ----------
+    arg1 : tuple, NDArray or array_like
+        One of:
 
-    A ``shape`` given beside any of these must agree with it (else ``ShapeError``).
+        - ``(data, indices)``: ``data[k]`` is row ``indices[k]``; ``indices`` sorted and
+          unique; ``shape`` defaults to ``(max(indices) + 1,) + data.shape[1:]``;
+        - an array of any storage type (copied; a CSR one is converted, not densified),
+          a numpy array or a nested list (the rows holding a non-zero are stored);
+        - ``(D0, D1, ...)``: an all-zero array of that shape.
+    shape : tuple of int, optional
+        The full shape; given beside any of the above it must agree with it (else
+        ``ShapeError``).
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The values' type; default the source's for an array source, else float32.
+
+    Returns
+    -------
+    RowSparseNDArray
+        The array, validated (unsorted, duplicate or out-of-range indices raise
+        ``SparseFormatError``).
     """
     ctx = current_context(ctx)
     if _is_shape(arg1):
@@ -277,8 +465,27 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     return _from_array(arg1, "row_sparse", dtype, shape, ctx)
 
 
-def sparse_array(source_array, ctx=None, dtype=None):
-    """A sparse array from a scipy.sparse matrix or a sparse nets array (copied)."""
+def sparse_array(source_array: Any, ctx: Context | None = None,
+                 dtype: DTypeLike | None = None) -> CSRNDArray | RowSparseNDArray:
+    """A sparse array from a scipy.sparse matrix or a sparse nets array (copied);
+    ``nd.sparse.array``.
+
+    Parameters
+    ----------
+    source_array : scipy.sparse matrix, CSRNDArray or RowSparseNDArray
+        The source; dense data is refused (``StorageTypeError``): convert it with
+        ``csr_matrix`` or ``row_sparse_array``.
+    ctx : Context, optional
+        The device; default the current context.
+    dtype : str or numpy dtype, optional
+        The values' type; default the source's.
+
+    Returns
+    -------
+    CSRNDArray or RowSparseNDArray
+        A CSR array for a scipy.sparse or CSR source, a row_sparse one for a row_sparse
+        source.
+    """
     if isinstance(source_array, CSRNDArray) or _is_scipy_sparse(source_array):
         return csr_matrix(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, RowSparseNDArray):

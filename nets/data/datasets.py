@@ -1,35 +1,53 @@
 """Real datasets one call away: MovieLens ratings and the LIBSVM site's binary
-classification sets, downloaded once into a cache folder and checked against pinned digests.
+classification sets, downloaded once into a cache folder and checked on every use.
 
 The cache folder is ``root``, else ``$NETS_DATA_HOME``, else ``~/.nets/datasets``. A file is
-fetched from its site, or from a mirror (``mirror=`` or ``$NETS_DATA_URL``) that holds the
-files flat under their original names. Downloads use the standard library only:
+fetched from its site, or from a mirror (``mirror=`` or ``$NETS_DATA_URL``): a URL, or a plain
+folder (or ``file://`` URL), holding the files flat under their original names. Downloads
+use the standard library only:
 
-* the bytes go to ``FILE.part``; an interrupted download leaves only that ``.part`` file, and
-  the next call resumes it with an HTTP ``Range`` request (a server that ignores ``Range`` and
-  answers with the whole file restarts it);
-* the finished ``.part`` is checked against the entry's size and pinned SHA-256 (or MD5, where
-  only that is published), then flushed, fsynced and renamed into place with ``os.replace`` -
-  so a file under its final name is always complete and verified, and a later call uses it
-  without touching the network;
-* a mismatch discards the ``.part`` and raises ``NetsError`` with the expected and the actual
-  digest; an entry with no published digest is refused unless the caller passes
-  ``verify=False``;
+* the bytes go to ``FILE.part``; an interrupted download leaves that ``.part`` and, beside it,
+  ``FILE.part.json`` with the server's validator (ETag or Last-Modified), and the next call
+  continues it with ``Range`` + ``If-Range``, starting over when the validator is missing,
+  from another URL or mirror, or no longer matches (so the tail of a changed file is never
+  spliced onto an older head). A ``.part`` that is a symbolic link is refused;
+* each download has an overall deadline (``deadline=``, else ``$NETS_DATA_DEADLINE``, else
+  ``DEADLINE`` seconds) besides ``TIMEOUT`` per silent read; with a pinned size at most
+  ``size + 1`` bytes are read;
+* the finished file is checked, then flushed, fsynced and renamed into place with
+  ``os.replace``, so a file under its final name is always complete. The check is against the
+  entry's size where a trustworthy source publishes one, and its pinned SHA-256 (or MD5,
+  where only that is published). An entry with no published digest (the LIBSVM-site sets) is
+  **trusted on first use**: the SHA-256 of its first complete download is recorded in
+  ``FILE.sha256`` beside it (``sha256sum`` format), and the file is checked against that
+  record on every later use and every new download. To pin a digest you trust instead, pass
+  ``sha256=`` or write ``FILE.sha256`` before the first download. ``verify=False`` switches
+  every check off;
+* a fresh download that fails its check is discarded, with the expected and the actual value
+  in the ``NetsError``; a cached file that fails it is left for you to inspect or delete;
 * ``.bz2``, ``.xz`` and ``.gz`` files, and members of ``.zip`` and ``.tar.*`` archives, are
   decompressed the same way (to ``OUTPUT.part``, renamed when complete).
   The downloaded file is kept, so a second split of one archive, or a deleted decompressed
   file, needs no new download.
 
-Every failure (HTTP status, connection refused or offline, a dropped connection, a digest
-mismatch, a damaged archive, an unknown name, variant or split) raises ``NetsError`` naming
-the dataset, the URL or file, and what went wrong.
+Offline, place a file at the cache path the error message names (it is trusted on first use
+like a download). Progress lines go to stderr for files of 1 MiB or more. Every failure
+(HTTP status, connection refused or offline, a dropped connection, a passed deadline, a size
+or digest mismatch, a damaged archive, an unknown name, variant or split, a cache folder that
+is a file) raises ``NetsError`` naming the dataset, the URL or file, and what went wrong.
 """
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import io
+import json
+import numbers
 import os
 import re
+import sys
+import tempfile
+import time
 import zipfile
 from typing import NamedTuple, Optional
 
@@ -43,6 +61,9 @@ __all__ = ["MovieLens", "Ratings", "libsvm", "load_libsvm_dataset", "download", 
 
 CHUNK = 1 << 20  # bytes read from the network, hashed or decompressed at a time
 TIMEOUT = 60  # seconds a connection may stay silent before the download fails
+DEADLINE = 4 * 60 * 60  # seconds one download may take in all, unless deadline= or
+# $NETS_DATA_DEADLINE says otherwise; a .part outlives it, and the next call continues it
+PROGRESS_MIN = 1 << 20  # bytes: smaller transfers print no progress line
 
 
 class Remote(NamedTuple):
@@ -107,8 +128,9 @@ MOVIELENS = {
 # where LIBSVMdata.jl has 25,831,830); criteo's counts as quoted from that page in Apache
 # MXNet's example/sparse/factorization_machine/README.md, and its archive layout
 # (criteo.kaggle2014.svm/{train,test}.txt.svm) as other projects' loaders of that file read
-# it. The site publishes no checksums and no project found pins one for these files, so their
-# digests are unknown and they download only with ``verify=False``.
+# it. The site publishes no checksums and no file sizes (its folder listing rounds them), and no
+# project found pins either for these files, so they carry neither: they are trusted on first
+# use (``download``), and ``libsvm(..., sha256=)`` pins a digest you trust.
 _LIBSVM_SITE = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 
 
@@ -143,16 +165,85 @@ LIBSVM = {
 }
 
 
-def data_home(root=None):
-    """The cache folder: ``root``, else ``$NETS_DATA_HOME``, else ``~/.nets/datasets``."""
-    root = root if root is not None else os.environ.get("NETS_DATA_HOME") or "~/.nets/datasets"
-    return os.path.abspath(os.path.expanduser(os.fspath(root)))
+def _blocking_file(path):
+    """The nearest existing ancestor of ``path`` (or ``path`` itself) when it is not a folder,
+    so that no folder can be created at ``path``; ``None`` when nothing blocks it."""
+    probe = path
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+    return None if os.path.isdir(probe) else probe
+
+
+def data_home(root: Optional[str] = None) -> str:
+    """The cache folder: ``root``, else ``$NETS_DATA_HOME``, else ``~/.nets/datasets``.
+
+    Parameters
+    ----------
+    root : str or os.PathLike, optional
+        The folder to use instead of ``$NETS_DATA_HOME``.
+
+    Returns
+    -------
+    str
+        The folder as an absolute path (it need not exist yet).
+
+    Raises
+    ------
+    NetsError
+        When the folder, or a folder above it, is a file (the message names the setting,
+        ``root=`` or ``NETS_DATA_HOME``, and the file).
+    """
+    if root is not None:
+        setting, value = "root", root
+    elif os.environ.get("NETS_DATA_HOME"):
+        setting, value = "NETS_DATA_HOME", os.environ["NETS_DATA_HOME"]
+    else:
+        setting, value = None, "~/.nets/datasets"
+    path = os.path.abspath(os.path.expanduser(os.fspath(value)))
+    blocker = _blocking_file(path)
+    if blocker is not None:
+        where = f"{setting}={os.fspath(value)!r}" if setting else f"the default {value}"
+        raise NetsError(f"{where}: the dataset cache must be a folder, but {blocker} is a file")
+    return path
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_remote(source):
+    """Whether ``source`` is a URL to request (``file://`` URLs and plain paths are local)."""
+    return bool(_URL.match(source)) and not source.lower().startswith("file:")
+
+
+def _local_path(source):
+    """The file system path of a plain path or a ``file://`` URL."""
+    if source.lower().startswith("file:"):
+        import urllib.parse
+        import urllib.request
+        return urllib.request.url2pathname(urllib.parse.urlparse(source).path)
+    return source
 
 
 def _source(url, mirror):
-    """``url``, or the file of the same name under ``mirror`` / ``$NETS_DATA_URL``."""
-    mirror = mirror if mirror is not None else os.environ.get("NETS_DATA_URL")
-    return mirror.rstrip("/") + "/" + url.rsplit("/", 1)[-1] if mirror else url
+    """``url``, or the file of the same name under ``mirror`` / ``$NETS_DATA_URL``: a URL, or
+    a plain folder path (or ``file://`` URL) whose file is copied."""
+    if mirror is not None:
+        setting, mirror = "mirror", os.fspath(mirror)
+    else:
+        setting, mirror = "NETS_DATA_URL", os.environ.get("NETS_DATA_URL")
+    if not mirror:
+        return url
+    name = url.rsplit("/", 1)[-1]
+    if _is_remote(mirror):
+        return mirror.rstrip("/") + "/" + name
+    folder = os.path.abspath(os.path.expanduser(_local_path(mirror)))
+    if not os.path.isdir(folder):
+        raise NetsError(f"{setting}={mirror!r} is neither a URL nor an existing folder "
+                        f"({folder})")
+    return os.path.join(folder, name)
 
 
 def _choose(kind, key, table):
@@ -161,7 +252,61 @@ def _choose(kind, key, table):
     return table[key]
 
 
-# -- atomic files ----------------------------------------------------------------------------
+def _deadline_seconds(deadline):
+    """Validate ``deadline`` (else ``$NETS_DATA_DEADLINE``, else ``DEADLINE``) in seconds."""
+    if deadline is None:
+        text = os.environ.get("NETS_DATA_DEADLINE", "").strip()
+        if not text:
+            return float(DEADLINE)
+        setting = f"NETS_DATA_DEADLINE={text!r}"
+        try:
+            value = float(text)
+        except ValueError:
+            raise NetsError(f"{setting} is not a number of seconds") from None
+    else:
+        setting = f"deadline={deadline!r}"
+        if isinstance(deadline, bool) or not isinstance(deadline, numbers.Real):
+            raise NetsError(f"{setting} is not a number of seconds")
+        value = float(deadline)
+    if not value > 0:  # also refuses NaN
+        raise NetsError(f"{setting} must be a positive number of seconds (math.inf for none)")
+    return value
+
+
+def _hex_digest(value, length, argument):
+    """``value`` lower-cased, or ``None``; a ``NetsError`` unless it is ``length`` hex digits."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(f"[0-9a-fA-F]{{{length}}}", value):
+        raise NetsError(f"{argument}={value!r} is not a hex digest of {length} digits")
+    return value.lower()
+
+
+# -- files inside the cache ------------------------------------------------------------------
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows: the islink check stands alone
+
+
+def _refuse_link(path, what):
+    if os.path.islink(path):
+        raise NetsError(f"{what}: {path} is a symbolic link; a download is never written "
+                        f"through a link (it could change a file outside the cache); remove it")
+
+
+def _open_part(path, what, append=False):
+    """Open ``path`` (a ``.part`` file in the cache) for binary writing, appending or
+    truncating, without following a symbolic link at ``path``."""
+    _refuse_link(path, what)
+    flags = (os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW
+             | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link put there after the check above
+            _refuse_link(path, what)
+        raise NetsError(f"{what}: cannot write {path}: {e.strerror}") from None
+    return os.fdopen(fd, "ab" if append else "wb")
+
 
 def _fsync_dir(folder):
     """Make a rename inside ``folder`` durable (a no-op where folders cannot be opened)."""
@@ -183,14 +328,32 @@ def _commit(tmp, path):
     _fsync_dir(os.path.dirname(path))
 
 
+def _write_small(path, text):
+    """Write ``text`` to ``path`` atomically: a fresh temporary file of its own (created
+    exclusively, so never through a link) in the same folder, fsynced, then renamed."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path),
+                               prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        _commit(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 @contextlib.contextmanager
-def _atomic_output(path):
+def _atomic_output(path, what):
     """Yield ``path + '.part'`` opened for writing; on success it is flushed, fsynced and
     renamed to ``path``; on any error it is removed, so ``path`` never holds a partial file.
     Callers hold ``_folder_lock``, which makes the ``.part`` name theirs alone."""
     part = path + ".part"
+    f = _open_part(part, what)
     try:
-        with open(part, "wb") as f:
+        with f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -219,14 +382,15 @@ def _folder_lock(folder):
         os.close(fd)  # closing the descriptor releases the lock
 
 
-# -- download --------------------------------------------------------------------------------
+def _makedirs(folder, what):
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise NetsError(f"{what}: cannot create the cache folder {folder}: "
+                        f"{_blocking_file(folder) or folder} is a file") from None
 
-def _progress(on, total, initial, desc):
-    if not on:
-        return contextlib.nullcontext(None)
-    from tqdm.auto import tqdm
-    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc=desc)
 
+# -- digests ---------------------------------------------------------------------------------
 
 def _file_digest(path, algorithm):
     h = hashlib.new(algorithm)
@@ -236,16 +400,115 @@ def _file_digest(path, algorithm):
     return h.hexdigest()
 
 
-def _open(url, offset, what):
-    """Send the GET (from byte ``offset`` with a Range header) and return the response."""
+def _read_record(record, what):
+    """The SHA-256 in ``record`` (``sha256sum`` format: the hex digest, then optionally two
+    spaces and the file name), or ``None`` when there is no record."""
+    try:
+        with open(record, encoding="utf-8") as f:
+            text = f.read(4096)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise NetsError(f"{what}: cannot read the digest record {record}: {e}") from None
+    token = text.split(maxsplit=1)[0] if text.split() else ""
+    if not re.fullmatch("[0-9a-fA-F]{64}", token):
+        raise NetsError(f"{what}: the digest record {record} holds {text[:80]!r}, not a "
+                        f"SHA-256 (64 hex digits); fix or delete it")
+    return token.lower()
+
+
+def _write_record(record, digest):
+    _write_small(record, f"{digest}  {os.path.basename(record)[:-len('.sha256')]}\n")
+
+
+class _Expected(NamedTuple):
+    """The digest a file must have: ``algorithm``, ``hex`` and where it came from (``record``:
+    the record's path for a trust-on-first-use digest, ``None`` for a pinned one)."""
+    algorithm: str
+    hex: str
+    record: Optional[str] = None
+
+
+def _problem(path, expected, size):
+    """What is wrong with ``path`` against ``size`` and ``expected``, or ``None``."""
+    actual = os.path.getsize(path)
+    if size is not None and actual != size:
+        return f"size mismatch: expected {size} bytes, got {actual}"
+    if expected is None:
+        return None
+    got = _file_digest(path, expected.algorithm)
+    if got == expected.hex:
+        return None
+    problem = f"{expected.algorithm.upper()} mismatch: expected {expected.hex}, got {got}"
+    if expected.record is not None:
+        problem += (f" (the expected digest is the one recorded in {expected.record} at the "
+                    f"file's first use)")
+    return problem
+
+
+# -- download --------------------------------------------------------------------------------
+
+class _Progress:
+    """Progress of one transfer, on ``sys.stderr``. A transfer under ``PROGRESS_MIN`` bytes
+    (known from its total, else from the bytes seen so far) prints nothing; redraws come at
+    most twice a second; the line reading 100% is printed by ``close`` alone, so it appears
+    once."""
+
+    def __init__(self, on, desc, total=None, done=0):
+        self.on, self.desc, self.total, self.done = on, desc, total, done
+        self.shown, self.last = False, 0.0
+
+    def _visible(self):
+        return self.on and max(self.total or 0, self.done) >= PROGRESS_MIN
+
+    def _line(self):
+        mb = self.done / 1e6
+        if self.total:
+            pct = min(100, 100 * self.done // self.total)  # 100 only once every byte is in
+            return f"{self.desc}: {pct:3d}% {mb:.1f}/{self.total / 1e6:.1f} MB"
+        return f"{self.desc}: {mb:.1f} MB"
+
+    def _write(self, text):
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def update(self, n):
+        self.done += n
+        if not self._visible() or (self.total is not None and self.done >= self.total):
+            return  # complete: the final line is close()'s
+        now = time.monotonic()
+        if not self.shown or now - self.last >= 0.5:
+            self._write("\r" + self._line())
+            self.shown, self.last = True, now
+
+    def close(self, complete):
+        if complete and self._visible():
+            self._write("\r" + self._line() + "\n")
+        elif self.shown:
+            self._write("\n")  # end the interrupted line
+
+
+def _validator(headers):
+    """The response's strong validator for ``If-Range``: its ETag unless weak (RFC 9110
+    forbids weak ones there), else its Last-Modified date; ``None`` when it has neither."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):
+        return etag
+    return headers.get("Last-Modified")
+
+
+def _open(url, offset, validator, what, path, timeout):
+    """Send the GET (from byte ``offset`` with ``Range`` and ``If-Range: validator``) and
+    return the response; ``None`` for a 416 answer to a range request."""
     import urllib.error  # the network modules load on first download, not at ``import nets``
     import urllib.request
     headers = {"User-Agent": "nets", "Accept-Encoding": "identity"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
+        headers["If-Range"] = validator
     try:
         return urllib.request.urlopen(urllib.request.Request(url, headers=headers),
-                                      timeout=TIMEOUT)
+                                      timeout=timeout)
     except urllib.error.HTTPError as e:
         e.close()
         if e.code == 416 and offset:
@@ -254,99 +517,230 @@ def _open(url, offset, what):
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         raise NetsError(f"{what}: cannot reach {url} ({reason}). Offline? Set NETS_DATA_URL "
-                        f"or pass mirror= to use a mirror, or place the file in the cache "
-                        f"folder yourself") from None
+                        f"or pass mirror= to use a mirror (a URL or a folder), or place the "
+                        f"file at {path} yourself") from None
 
 
-def _fetch_part(url, part, what, progress):
-    """Bring ``part`` to the whole file at ``url``, continuing what it already holds."""
-    import http.client
-    have = os.path.getsize(part) if os.path.exists(part) else 0
-    resp = _open(url, have, what)
+def _load_resume(meta):
+    """The ``{"url", "validator"}`` saved beside a ``.part``, or ``None`` if absent or bad."""
+    try:
+        with open(meta, encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(saved, dict) and isinstance(saved.get("url"), str)
+          and isinstance(saved.get("validator"), str))
+    return saved if ok else None
+
+
+def _request(url, part, meta, what, path, ends):
+    """The response to read into ``part`` and the byte it starts at. The ``.part`` is
+    continued only under the validator saved beside it for this very URL, sent as
+    ``If-Range``, and only when the server answers with that range of that same
+    representation; anything else starts the file over."""
+    have = os.lstat(part).st_size if os.path.lexists(part) else 0
+    saved = _load_resume(meta) if have else None
+    if saved is None or saved["url"] != url:
+        have = 0  # a part from an unknown file, an older version or another mirror
+    timeout = max(0.001, min(TIMEOUT, ends - time.monotonic()))
+    resp = _open(url, have, saved and saved["validator"], what, path, timeout)
     if resp is None:
-        os.remove(part)
-        have = 0
-        resp = _open(url, 0, what)
-    if have and not (resp.status == 206 and resp.headers.get("Content-Range", "")
-                     .startswith(f"bytes {have}-")):
-        if resp.status == 206:  # a range other than the one asked for: fetch the whole file
+        return _open(url, 0, None, what, path, timeout), 0
+    if have and not (resp.status == 206
+                     and resp.headers.get("Content-Range", "").startswith(f"bytes {have}-")
+                     and _validator(resp.headers) == saved["validator"]):
+        if resp.status == 206:  # another range or representation: fetch the whole file
             resp.close()
-            resp = _open(url, 0, what)
-        have = 0  # the whole file is coming (a server that ignores Range): restart the .part
-    with resp:
+            resp = _open(url, 0, None, what, path, timeout)
+        have = 0  # the whole file is coming: restart the .part
+    return resp, have
+
+
+def _fetch_part(source, part, what, progress, size, seconds, path):
+    """Bring ``part`` to the whole file at ``source`` (a URL, continuing what ``part`` holds
+    where the server confirms it, or a local file, copied), reading at most ``size + 1``
+    bytes when ``size`` is pinned and failing once ``seconds`` have passed."""
+    import http.client
+    ends = time.monotonic() + seconds
+    meta = part + ".json"
+    _refuse_link(part, what)
+    if _is_remote(source):
+        resp, have = _request(source, part, meta, what, path, ends)
         length = resp.headers.get("Content-Length")
         total = have + int(length) if length is not None and length.isdigit() else None
-        got = have
+        validator = _validator(resp.headers)
+    else:
+        local = _local_path(source)
         try:
-            with open(part, "ab" if have else "wb") as f, \
-                    _progress(progress, total, have, os.path.basename(part)[:-5]) as bar:
-                for chunk in iter(lambda: resp.read(CHUNK), b""):
+            resp = open(local, "rb")
+        except OSError as e:
+            raise NetsError(f"{what}: cannot read {local} from the mirror folder "
+                            f"({e.strerror}); place the file there or at {path}") from None
+        have, total, validator = 0, os.fstat(resp.fileno()).st_size, None
+    got = have
+    limit = None if size is None else size + 1  # one byte past the pinned size proves excess
+    bar = _Progress(progress, os.path.basename(path), total, have)
+    complete = False
+    with resp:
+        read = getattr(resp, "read1", resp.read)  # read1: one receive, so the deadline holds
+        try:
+            with _open_part(part, what, append=bool(have)) as f:
+                if not have:  # what the new .part holds, for a later resume
+                    if validator is not None and _is_remote(source):
+                        _write_small(meta, json.dumps({"url": source, "validator": validator}))
+                    else:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.remove(meta)
+                while limit is None or got < limit:
+                    if time.monotonic() > ends:
+                        raise NetsError(
+                            f"{what}: downloading {source} did not finish within its deadline "
+                            f"of {seconds:g} s (set by deadline= or NETS_DATA_DEADLINE); "
+                            f"{part} keeps the {got} bytes received"
+                            + (", and the next call continues from them if the server "
+                               "confirms the file is unchanged" if _is_remote(source) else ""))
+                    chunk = read(CHUNK if limit is None else min(CHUNK, limit - got))
+                    if not chunk:
+                        break
                     f.write(chunk)
                     got += len(chunk)
-                    if bar is not None:
-                        bar.update(len(chunk))
+                    bar.update(len(chunk))
                 f.flush()
                 os.fsync(f.fileno())
+            complete = total is None or got == total
         except (OSError, http.client.HTTPException) as e:
-            raise NetsError(f"{what}: the connection to {url} failed after {got} bytes ({e}); "
-                            f"{part} keeps them and the next call resumes it") from None
+            raise NetsError(f"{what}: the connection to {source} failed after {got} bytes "
+                            f"({e}); {part} keeps them for the next call") from None
+        finally:
+            bar.close(complete and (limit is None or got < limit))
+    if limit is not None and got >= limit:
+        _discard(part)
+        raise NetsError(f"{what}: {source} sent more than the pinned size of {size} bytes "
+                        f"(reading stopped at byte {got}); the download was discarded")
     if total is not None and got != total:
-        raise NetsError(f"{what}: the connection to {url} closed after {got} of {total} "
-                        f"bytes; {part} keeps them and the next call resumes it")
+        raise NetsError(f"{what}: the connection to {source} closed after {got} of {total} "
+                        f"bytes; {part} keeps them for the next call")
 
 
-def _check(part, url, what, sha256, md5, size):
-    """Raise (and discard ``part``) unless it has the pinned size and digest."""
-    problem = None
-    actual = os.path.getsize(part)
-    if size is not None and actual != size:
-        problem = f"size mismatch: expected {size} bytes, got {actual}"
-    else:
-        for algorithm, expected in (("sha256", sha256), ("md5", md5)):
-            if expected is not None:
-                got = _file_digest(part, algorithm)
-                if got != expected.lower():
-                    problem = f"{algorithm.upper()} mismatch: expected {expected}, got {got}"
-                break  # the strongest pinned digest decides
-    if problem:
-        os.remove(part)
-        raise NetsError(f"{what}: {url}: {problem}; the download was discarded")
+def _discard(part):
+    for stale in (part, part + ".json"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(stale)
 
 
-def download(url, path, sha256=None, md5=None, size=None, verify=True, progress=True,
-             name=None):
-    """Download ``url`` to ``path`` once; returns ``path`` as an absolute path string.
+def download(url: str, path: str, sha256: Optional[str] = None, md5: Optional[str] = None,
+             size: Optional[int] = None, verify: bool = True, progress: bool = True,
+             name: Optional[str] = None, deadline: Optional[float] = None) -> str:
+    """Download ``url`` to ``path`` once, checked; returns ``path`` as an absolute path.
 
-    An existing ``path`` is returned at once (files reach their final name only complete and
-    verified). Otherwise the bytes go to ``path + '.part'``, resumed with an HTTP Range request
-    when a ``.part`` is left from an interrupted call; the finished file is checked against
-    ``size`` and ``sha256`` (else ``md5``) when ``verify``, then fsynced and renamed to
-    ``path``. Processes downloading into one folder take turns (an advisory lock on it).
-    With ``verify=True`` and no digest, nothing is downloaded: an unverified file is only
-    accepted with ``verify=False``. ``name`` names the dataset in error messages.
+    The bytes go to ``path + '.part'``, then are checked, fsynced and renamed to ``path``, so
+    a file under its final name is always complete. Processes downloading into one folder
+    take turns (an advisory lock on it).
+
+    What a file is checked against (when ``verify``):
+
+    * ``size``, when given (a size a trustworthy source publishes);
+    * a pinned digest: ``sha256``, else ``md5``;
+    * otherwise the SHA-256 recorded in ``path + '.sha256'`` (``sha256sum`` format). With no
+      record yet, the file is trusted on first use: the SHA-256 of its first complete
+      download (or of a file you placed at ``path``) is written to that record, and every
+      later use checks against it. To pin a digest you trust, pass ``sha256=`` or write the
+      record before the first download.
+
+    The check runs on every call, on a fresh download and on the cached file alike (one read
+    of the file). A fresh download that fails it is discarded; a cached file that fails it
+    is left in place for you to inspect or delete. ``verify=False`` switches every check off
+    and records nothing.
+
+    An interrupted download leaves its ``.part`` and, beside it, ``.part.json`` with the URL
+    and the server's validator (ETag or Last-Modified). The next call continues it with
+    ``Range`` and ``If-Range``, and starts over when the validator is missing, belongs to
+    another URL (an older file, another mirror) or no longer matches. A ``.part`` that is a
+    symbolic link is refused, never written through. With ``size`` given, at most
+    ``size + 1`` bytes are read, so an endless body stops there.
+
+    Parameters
+    ----------
+    url : str
+        An ``http(s)://`` URL, or a local file (a path or ``file://`` URL) to copy.
+    path : str or os.PathLike
+        Where the file goes; its folder is created.
+    sha256, md5 : str, optional
+        Pinned hex digests (``sha256`` wins when both are given).
+    size : int, optional
+        The file's size in bytes.
+    verify : bool
+        Check sizes and digests as above (default); ``False`` checks nothing.
+    progress : bool
+        Show a progress line on stderr for files of ``PROGRESS_MIN`` bytes (1 MiB) or more.
+    name : str, optional
+        The dataset's name in error messages (default: the file name).
+    deadline : float, optional
+        Seconds the whole download may take (``math.inf``: no limit), beyond ``TIMEOUT``
+        per silent read; default ``$NETS_DATA_DEADLINE``, else ``DEADLINE`` (4 hours). The
+        ``.part`` is kept when it passes, for the next call to continue.
+
+    Returns
+    -------
+    str
+        ``path``, absolute.
+
+    Raises
+    ------
+    NetsError
+        On a bad argument, an HTTP error, no connection (naming ``path``, where the file can
+        be placed by hand), a dropped connection, a passed deadline, a body over ``size``,
+        a size or digest mismatch, or a ``.part`` that is a symbolic link.
     """
-    what = name or os.path.basename(path)
-    path = os.path.abspath(path)
-    if verify and sha256 is None and md5 is None:
-        raise NetsError(f"{what}: no published digest is pinned for {url}, so its contents "
-                        f"cannot be verified; pass verify=False to use it unverified")
-    if os.path.exists(path):
-        return path
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with _folder_lock(os.path.dirname(path)):
-        if not os.path.exists(path):  # another process may have fetched it while we waited
-            part = path + ".part"
-            _fetch_part(url, part, what, progress)
-            if verify:
-                _check(part, url, what, sha256, md5, size)
-            _commit(part, path)
+    what = name or os.path.basename(os.fspath(path))
+    path = os.path.abspath(os.fspath(path))
+    sha256 = _hex_digest(sha256, 64, "sha256")
+    md5 = _hex_digest(md5, 32, "md5")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral)
+                             or size < 0):
+        raise NetsError(f"{what}: size={size!r} is not a byte count")
+    seconds = _deadline_seconds(deadline)
+    folder, record = os.path.dirname(path), path + ".sha256"
+    expected = None
+    if verify:
+        if sha256 is not None or md5 is not None:
+            expected = _Expected("sha256", sha256) if sha256 else _Expected("md5", md5)
+        else:
+            recorded = _read_record(record, what)
+            expected = recorded and _Expected("sha256", recorded, record)
+    if not os.path.exists(path):
+        _makedirs(folder, what)
+        with _folder_lock(folder):
+            if not os.path.exists(path):  # another process may have fetched it while we waited
+                part = path + ".part"
+                _fetch_part(url, part, what, progress, size, seconds, path)
+                if verify:
+                    problem = _problem(part, expected, size)
+                    if problem:
+                        _discard(part)
+                        raise NetsError(f"{what}: {url}: {problem}; the download was "
+                                        f"discarded")
+                    if expected is None:  # trust on first use
+                        _write_record(record, _file_digest(part, "sha256"))
+                _commit(part, path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(part + ".json")
+                return path
+    if verify:
+        problem = _problem(path, expected, size)
+        if problem:
+            raise NetsError(f"{what}: the cached {path} fails its check: {problem}; delete it "
+                            f"to download it again")
+        if expected is None:  # a file placed by hand, or kept from verify=False: first use
+            _write_record(record, _file_digest(path, "sha256"))
     return path
 
 
-def _fetch(remote, folder, what, mirror, verify, progress):
+def _fetch(remote, folder, what, mirror, verify, progress, sha256=None, deadline=None):
     url = _source(remote.url, mirror)
     path = os.path.join(folder, remote.url.rsplit("/", 1)[-1])
-    return download(url, path, remote.sha256, remote.md5, remote.size, verify, progress, what)
+    return download(url, path, sha256 or remote.sha256, None if sha256 else remote.md5,
+                    remote.size, verify, progress, what, deadline)
 
 
 # -- decompression ---------------------------------------------------------------------------
@@ -396,12 +790,16 @@ def _unpack(src, member, what, progress):
             if os.path.exists(out):  # another process unpacked it while we waited
                 return out
             stream = _open_unpacked(stack, src, member)
-            f = stack.enter_context(_atomic_output(out))
-            bar = stack.enter_context(_progress(progress, None, 0, "unpack " + what))
-            for chunk in iter(lambda: stream.read(CHUNK), b""):
-                f.write(chunk)
-                if bar is not None:
+            f = stack.enter_context(_atomic_output(out, what))
+            bar = _Progress(progress, "unpack " + os.path.basename(out))
+            complete = False
+            try:
+                for chunk in iter(lambda: stream.read(CHUNK), b""):
+                    f.write(chunk)
                     bar.update(len(chunk))
+                complete = True
+            finally:
+                bar.close(complete)
     except (OSError, EOFError, KeyError, lzma.LZMAError, zipfile.BadZipFile,
             tarfile.TarError) as e:
         raise NetsError(f"{what}: cannot decompress {src}"
@@ -412,29 +810,74 @@ def _unpack(src, member, what, progress):
 
 # -- LIBSVM sets -----------------------------------------------------------------------------
 
-def libsvm(name, split="train", root=None, mirror=None, verify=True, progress=True):
+def libsvm(name: str, split: str = "train", root: Optional[str] = None,
+           mirror: Optional[str] = None, verify: bool = True, progress: bool = True,
+           sha256: Optional[str] = None, deadline: Optional[float] = None) -> str:
     """Path of the decompressed LibSVM file of LIBSVM-site set ``name``, ``split``.
 
-    ``name`` is a key of ``LIBSVM`` (e.g. ``'rcv1'``, ``'news20.binary'``, ``'url'``,
-    ``'avazu-app'``, ``'criteo'``), ``split`` one of its splits (``'train'``, and ``'test'``
-    where the site has one). The file is downloaded into ``data_home(root)/libsvm/NAME`` and
-    decompressed beside the download once; later calls return the path without network
-    access. The LIBSVM site publishes no checksums, so these files need ``verify=False``
-    (see ``download``). Read the result with ``load_libsvm`` or stream it with ``LibSVMIter``.
+    The file is downloaded into ``data_home(root)/libsvm/NAME`` and decompressed beside the
+    download once; later calls check the download and return the path without network
+    access. The LIBSVM site publishes no checksums, so the download is trusted on first use:
+    its SHA-256 is recorded in ``FILE.sha256`` beside it and every later use, or new
+    download, must match it (see ``download``). Read the result with ``load_libsvm`` or
+    stream it with ``LibSVMIter``.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``LIBSVM`` (e.g. ``'rcv1'``, ``'news20.binary'``, ``'url'``,
+        ``'avazu-app'``, ``'criteo'``).
+    split : str
+        One of its splits: ``'train'``, and ``'test'`` where the site has one.
+    root : str or os.PathLike, optional
+        The cache folder (default ``$NETS_DATA_HOME``, else ``~/.nets/datasets``).
+    mirror : str, optional
+        A URL or a local folder holding the site's files under their names (default
+        ``$NETS_DATA_URL``, else the LIBSVM site).
+    verify : bool
+        Check the download (default); ``False`` checks and records nothing.
+    progress : bool
+        Progress lines on stderr for transfers of 1 MiB or more.
+    sha256 : str, optional
+        A digest you trust for the downloaded (compressed) file, pinned instead of trusting
+        the first download.
+    deadline : float, optional
+        Seconds the download may take in all (default ``$NETS_DATA_DEADLINE``, else
+        ``DEADLINE``).
+
+    Returns
+    -------
+    str
+        The decompressed file's path.
     """
     entry = _choose("LIBSVM dataset", name, LIBSVM)
     item = _choose(f"split of {name!r}", split, entry.splits)
     what = f"{name} ({split})"
     folder = os.path.join(data_home(root), "libsvm", name)
-    src = _fetch(item.remote, folder, what, mirror, verify, progress)
+    src = _fetch(item.remote, folder, what, mirror, verify, progress, sha256, deadline)
     return _unpack(src, item.member, what, progress)
 
 
-def load_libsvm_dataset(name, split="train", root=None, mirror=None, verify=True,
-                        progress=True, dtype="float32"):
-    """``load_libsvm`` of ``libsvm(name, split, ...)``: ``(X, y)`` with ``X`` a CSR array of
-    the set's full width (``LIBSVM[name].n_features`` columns, so train and test agree)."""
-    path = libsvm(name, split, root, mirror, verify, progress)
+def load_libsvm_dataset(name: str, split: str = "train", root: Optional[str] = None,
+                        mirror: Optional[str] = None, verify: bool = True,
+                        progress: bool = True, dtype: str = "float32", sha256: Optional[str] = None,
+                        deadline: Optional[float] = None):
+    """``load_libsvm`` of ``libsvm(name, split, ...)``.
+
+    Parameters
+    ----------
+    name, split, root, mirror, verify, progress, sha256, deadline
+        As for ``libsvm`` (``progress`` also shows the parse's progress).
+    dtype : str or numpy.dtype
+        The values' dtype.
+
+    Returns
+    -------
+    tuple
+        ``(X, y)`` with ``X`` a CSR array of the set's full width
+        (``LIBSVM[name].n_features`` columns, so train and test agree).
+    """
+    path = libsvm(name, split, root, mirror, verify, progress, sha256, deadline)
     return load_libsvm(path, n_features=LIBSVM[name].n_features, dtype=dtype,
                        progress=progress)
 
@@ -490,8 +933,9 @@ def _read_ratings(archive, member, sep, what):
 class MovieLens:
     """The MovieLens ``variant`` (``'100k'`` or ``'1m'``) ratings, with a train/test split.
 
-    Downloads ``ml-VARIANT.zip`` into ``data_home(root)/movielens`` once (verified against
-    its pinned SHA-256) and reads the ratings from it. Attributes:
+    Downloads ``ml-VARIANT.zip`` into ``data_home(root)/movielens`` once (checked against
+    its pinned size and SHA-256 then and on every later use) and reads the ratings from it.
+    ``mirror``, ``verify``, ``progress`` and ``deadline`` are as for ``libsvm``. Attributes:
 
     * ``ratings``: every rating, a ``Ratings`` of 0-based ids (MovieLens id - 1);
     * ``n_users``, ``n_items``: the largest user and item id, so ``Embedding(n_users, k)``
@@ -503,10 +947,34 @@ class MovieLens:
       user in test) or ``'u1'``..``'u5'`` (the five 80/20 folds), read from
       ``SPLIT.base``/``SPLIT.test``;
     * ``path``: the downloaded zip.
+
+    Parameters
+    ----------
+    variant : str
+        ``'100k'`` or ``'1m'``.
+    root : str or os.PathLike, optional
+        The cache folder (default ``$NETS_DATA_HOME``, else ``~/.nets/datasets``).
+    split : str
+        ``'random'``, or an official split of ``'100k'`` (``'ua'``, ``'ub'``, ``'u1'``..``'u5'``).
+    test_fraction : float
+        The test share of a random split, in (0, 1).
+    seed : int
+        The random split's seed.
+    mirror : str, optional
+        A URL or local folder holding ``ml-VARIANT.zip`` (default ``$NETS_DATA_URL``).
+    verify : bool
+        Check the pinned size and SHA-256 (default); ``False`` checks nothing.
+    progress : bool
+        A progress line on stderr for the download.
+    deadline : float, optional
+        Seconds the download may take in all (default ``$NETS_DATA_DEADLINE``, else
+        ``DEADLINE``).
     """
 
-    def __init__(self, variant="100k", root=None, split="random", test_fraction=0.1, seed=0,
-                 mirror=None, verify=True, progress=True):
+    def __init__(self, variant: str = "100k", root: Optional[str] = None,
+                 split: str = "random", test_fraction: float = 0.1, seed: int = 0,
+                 mirror: Optional[str] = None, verify: bool = True, progress: bool = True,
+                 deadline: Optional[float] = None):
         spec = _choose("MovieLens variant", variant, MOVIELENS)
         what = f"MovieLens {variant}"
         valid = ("random",) + spec.splits
@@ -517,7 +985,7 @@ class MovieLens:
             raise NetsError(f"{what}: test_fraction={test_fraction!r} must lie in (0, 1)")
         self.variant, self.split = variant, split
         self.path = _fetch(spec.remote, os.path.join(data_home(root), "movielens"), what,
-                           mirror, verify, progress)
+                           mirror, verify, progress, deadline=deadline)
         self.ratings = _read_ratings(self.path, spec.ratings, spec.sep, what)
         self.n_users = int(self.ratings.user.max()) + 1 if len(self.ratings) else 0
         self.n_items = int(self.ratings.item.max()) + 1 if len(self.ratings) else 0

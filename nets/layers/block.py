@@ -7,8 +7,13 @@ a block is named after its class and a counter (``dense0``), its parameters
 ``dense0_weight``; saved files use structural names (``0.weight``), stable
 across runs.
 """
+from __future__ import annotations
+
+import os
 import threading
+import types
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
 from .. import nd as _nd
 from .. import symbol as _symbol
@@ -16,6 +21,14 @@ from ..symbol.checkpoint import save_checkpoint
 from ..base import NetsError
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter, ParameterDict
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ..arrays import NDArray
+    from ..base import Context
+    from ..init import Initializer
+    from ..symbol import Symbol
 
 __all__ = ["Block", "HybridBlock"]
 
@@ -62,9 +75,19 @@ class _NameScope:
 
 
 class Block:
-    """Base class of layers and models: override ``forward(*args)``."""
+    """Base class of layers and models: override ``forward(*args)``.
 
-    def __init__(self, prefix=None, params=None):
+    Parameters
+    ----------
+    prefix : str, optional
+        The prefix of the names of this block's parameters and children; default the
+        class name and a counter (``dense0_``), under the enclosing ``name_scope``'s.
+    params : ParameterDict, optional
+        Parameters to share: ``params.get(name)`` returns the one of that full name
+        there instead of creating a new one.
+    """
+
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None):
         object.__setattr__(self, "_children", OrderedDict())
         object.__setattr__(self, "_reg_params", OrderedDict())
         self._child_counts = {}
@@ -74,21 +97,29 @@ class Block:
 
     # -- naming / registration -----------------------------------------------------
     @property
-    def prefix(self):
+    def prefix(self) -> str:
+        """The prefix of this block's names (``dense0_``)."""
         return self._prefix
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """The block's name: the prefix without its trailing ``_``."""
         return self._name
 
     @property
-    def params(self):
+    def params(self) -> ParameterDict:
         """This block's own ``ParameterDict`` (not its children's)."""
         return self._params
 
-    def name_scope(self):
+    def name_scope(self) -> _NameScope:
         """``with self.name_scope():`` — blocks and parameters created inside get this
-        block's prefix."""
+        block's prefix.
+
+        Returns
+        -------
+        context manager
+            Entering it makes this block the naming scope.
+        """
         return _NameScope(self)
 
     def __setattr__(self, name, value):
@@ -101,13 +132,32 @@ class Block:
             self._reg_params[name] = value
         object.__setattr__(self, name, value)
 
-    def register_child(self, block, name=None):
-        """Register ``block`` as a child (under ``name``, default its index)."""
+    def register_child(self, block: Block, name: str | None = None) -> None:
+        """Register ``block`` as a child (attribute assignment does this).
+
+        Parameters
+        ----------
+        block : Block
+            The child.
+        name : str, optional
+            Its name among the children (and in saved files); default its index.
+        """
         self._children[name if name is not None else str(len(self._children))] = block
 
-    def collect_params(self, select=None):
-        """A ``ParameterDict`` of this block's and all descendants' parameters,
-        optionally only the names matching regex ``select`` (e.g. ``'.*weight'``)."""
+    def collect_params(self, select: str | None = None) -> ParameterDict:
+        """The parameters of this block and all its descendants.
+
+        Parameters
+        ----------
+        select : str, optional
+            A regular expression: keep only the parameters whose full name matches it
+            (e.g. ``'.*weight'``).
+
+        Returns
+        -------
+        ParameterDict
+            The parameters by full name.
+        """
         out = ParameterDict(self._prefix)
         out.update(self._params)
         for child in self._children.values():
@@ -125,55 +175,130 @@ class Block:
         return out
 
     # -- lifecycle ---------------------------------------------------------------------
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
-        """Initialize all parameters (``init`` defaults to ``Uniform(0.07)``; biases zero)."""
+    def initialize(self, init: Initializer | str | None = None,
+                   ctx: Context | list[Context] | None = None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
+        """Initialize all parameters (a parameter of unknown shape waits for the first
+        forward pass).
+
+        Parameters
+        ----------
+        init : Initializer or str, optional
+            The initializer of the parameters that have none of their own; default
+            ``Uniform(0.07)`` (biases zero).
+        ctx : Context or list of Context, optional
+            The device; default the current context.
+        verbose : bool, default False
+            Print each parameter's name as it is initialized.
+        force_reinit : bool, default False
+            Re-initialize parameters that already have values (otherwise they are kept,
+            with a warning).
+        """
         self.collect_params().initialize(init, ctx, verbose, force_reinit)
 
-    def zero_grad(self):
-        """Reset all gradients."""
+    def zero_grad(self) -> None:
+        """Reset all gradients (a row_sparse gradient becomes empty)."""
         self.collect_params().zero_grad()
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Hybridize every ``HybridBlock`` below this block (see ``HybridBlock.hybridize``);
-        a plain ``Block`` itself always runs imperatively."""
+        a plain ``Block`` itself always runs imperatively.
+
+        Parameters
+        ----------
+        active : bool, default True
+            True runs hybrid children as cached graphs, False imperatively again.
+        **kwargs
+            Accepted for MXNet's options (``static_alloc``, ...), which change nothing.
+        """
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
-    def cast(self, dtype):
-        """Cast every parameter to ``dtype``."""
+    def cast(self, dtype: DTypeLike) -> None:
+        """Cast every parameter (data and gradient) to ``dtype``.
+
+        Parameters
+        ----------
+        dtype : str or numpy dtype
+            The new element type (e.g. ``'float64'``).
+        """
         for p in self.collect_params().values():
             p.cast(dtype)
 
-    def save_parameters(self, filename, extra=None):
-        """Save parameters (sparse ones as sparse) to ``filename`` (``.npz``); ``extra`` is
-        any JSON-able configuration stored beside them (read back by ``read_extra``)."""
+    def save_parameters(self, filename: str | os.PathLike, extra: Any = None) -> None:
+        """Save the parameters (sparse ones as sparse) under structural names
+        (``0.weight``), atomically.
+
+        Parameters
+        ----------
+        filename : str or path-like
+            The ``.npz`` file to write.
+        extra : JSON-able, optional
+            Any configuration stored beside the parameters (read back by
+            ``read_extra``).
+        """
         params = self._structural_params()
         save_arrays(filename, {k: p.data() for k, p in params.items()},
                     {"kind": "parameters", "names": {k: p.name for k, p in params.items()},
                      "extra": extra})
 
     @staticmethod
-    def read_extra(filename):
-        """The ``extra`` configuration a ``save_parameters`` file holds (None if none)."""
+    def read_extra(filename: str | os.PathLike) -> Any:
+        """The ``extra`` configuration a ``save_parameters`` file holds.
+
+        Parameters
+        ----------
+        filename : str or path-like
+            A file written by ``save_parameters``.
+
+        Returns
+        -------
+        JSON-able or None
+            The ``extra`` value given to ``save_parameters`` (None if none).
+        """
         return load_arrays(filename)[1].get("extra")
 
-    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
-        """Load parameters saved by ``save_parameters``. Each stored array must have its
-        parameter's shape exactly (nothing broadcasts; a deferred parameter's unknown
-        dimensions are taken from the file) and a dtype that converts to the parameter's
-        without loss of meaning (``Parameter.set_data``'s rule); otherwise ``NetsError``
-        names the parameter, the file's shape and dtype and the expected ones, before any
-        parameter is changed."""
-        arrays, _ = load_arrays(filename)
+    def load_parameters(self, filename: str | os.PathLike,
+                        ctx: Context | list[Context] | None = None,
+                        allow_missing: bool = False, ignore_extra: bool = False) -> None:
+        """Load parameters saved by ``save_parameters``.
+
+        Each stored array must have its parameter's shape exactly (nothing broadcasts; a
+        deferred parameter's unknown dimensions are taken from the file) and a dtype that
+        converts to the parameter's without loss of meaning (``Parameter.set_data``'s
+        rule); otherwise ``NetsError`` names the parameter, the file's shape and dtype and
+        the expected ones, before any parameter is changed.
+
+        Parameters
+        ----------
+        filename : str or path-like
+            A file written by ``save_parameters``.
+        ctx : Context or list of Context, optional
+            Accepted for MXNet; the parameters stay on their device.
+        allow_missing : bool, default False
+            Keep the current values of parameters the file lacks (otherwise
+            ``NetsError``).
+        ignore_extra : bool, default False
+            Skip arrays of the file that no parameter of this block takes (otherwise
+            ``NetsError``).
+        """
         params = self._structural_params()
-        missing = sorted(set(params) - set(arrays))
-        extra = sorted(set(arrays) - set(params))
-        if missing and not allow_missing:
-            raise NetsError(f"{filename}: no values for parameters {missing} "
-                            f"(pass allow_missing=True to keep their current values)")
-        if extra and not ignore_extra:
-            raise NetsError(f"{filename}: holds parameters {extra} that this block does not "
-                            f"have (pass ignore_extra=True to skip them)")
+
+        def check(config, declared):
+            # names, shapes and dtypes against the model before any value is inflated
+            missing = sorted(set(params) - set(declared))
+            extra = sorted(set(declared) - set(params))
+            if missing and not allow_missing:
+                raise NetsError(f"{filename}: no values for parameters {missing} "
+                                f"(pass allow_missing=True to keep their current values)")
+            if extra and not ignore_extra:
+                raise NetsError(f"{filename}: holds parameters {extra} that this block does "
+                                f"not have (pass ignore_extra=True to skip them)")
+            for name, d in declared.items():
+                if name in params:
+                    params[name]._checked(d, f"{filename}: parameter {name!r}")
+
+        arrays, _ = load_arrays(filename, check=check)
         values = {name: p._checked(arrays[name], f"{filename}: parameter {name!r}")
                   for name, p in params.items() if name in arrays}
         for name, value in values.items():
@@ -183,14 +308,31 @@ class Block:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
-    def forward(self, *args):
-        """Override to define the computation."""
+    def forward(self, *args: Any) -> Any:
+        """Override to define the computation.
+
+        Parameters
+        ----------
+        *args : NDArray
+            The inputs.
+
+        Returns
+        -------
+        NDArray or tuple of NDArray
+            The outputs.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
 
-    def summary(self, *inputs):
+    def summary(self, *inputs: NDArray) -> None:
         """Print each parameter's shape, storage types, and the bytes of its weight and
         gradient, measured after one forward/backward pass on ``inputs`` (gradients are
-        reset afterwards). This is the MXNet sparse tutorial's memory table, built in."""
+        reset afterwards). This is the MXNet sparse tutorial's memory table, built in.
+
+        Parameters
+        ----------
+        *inputs : NDArray
+            One batch of inputs, as the block is called with.
+        """
         from .. import autograd
         with autograd.record():
             outputs = self(*inputs)
@@ -239,17 +381,33 @@ class HybridBlock(Block):
     included) equal the imperative path's.
     Deferred parameter shapes come from the graph's shape inference. ``export(path)``
     saves the latest graph and the parameters (``nets.mod.Module.load`` reads them).
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The prefix of the names of this block's parameters and children; default the
+        class name and a counter (``dense0_``).
+    params : ParameterDict, optional
+        Parameters to share (see ``Block``).
     """
 
-    def __init__(self, prefix=None, params=None):
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None):
         super().__init__(prefix=prefix, params=params)
         self._active = False
         self._cached = {}  # (shape, dtype, stype) of each input -> (program, params, kind)
         self._graph = None  # the latest traced Symbol, for export()
 
-    def hybridize(self, active=True, **kwargs):
-        """Run this block (and its hybrid children) as a cached graph (``active=False``:
-        imperatively again). Retraces on the next call."""
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Run this block (and its hybrid children) as a cached graph. Retraces on the
+        next call.
+
+        Parameters
+        ----------
+        active : bool, default True
+            True runs the cached graph, False imperatively again.
+        **kwargs
+            Accepted for MXNet's options (``static_alloc``, ...), which change nothing.
+        """
         self._active = bool(active)
         self._cached.clear()
         super().hybridize(active, **kwargs)
@@ -259,7 +417,22 @@ class HybridBlock(Block):
             return self._call_cached(args)
         return self.forward(*args, **kwargs)  # (Symbol inputs: composing a larger graph)
 
-    def forward(self, x, *args):
+    def forward(self, x: NDArray | Symbol, *args: NDArray | Symbol) -> Any:
+        """``hybrid_forward(F, x, *args, **parameter arrays)`` with ``F`` = ``nets.nd``
+        (``nets.sym`` when ``x`` is a ``Symbol``: the block composes a graph).
+
+        Parameters
+        ----------
+        x : NDArray or Symbol
+            The first input.
+        *args : NDArray or Symbol
+            More inputs.
+
+        Returns
+        -------
+        NDArray, Symbol or tuple of them
+            What ``hybrid_forward`` returns.
+        """
         if isinstance(x, _symbol.Symbol):
             return self.hybrid_forward(_symbol, x, *args, **{
                 name: _symbol.var(p.name, shape=p.shape, dtype=p.dtype, stype=p.stype,
@@ -308,10 +481,18 @@ class HybridBlock(Block):
         self._graph = graph
         return Program(graph, names + [p.name for p in params]), params, kind
 
-    def export(self, path, epoch=0):
+    def export(self, path: str, epoch: int = 0) -> None:
         """Save the latest traced graph to ``<path>-symbol.json`` and its parameters to
         ``<path>-<epoch:04d>.params.npz`` (``nets.mod.save_checkpoint``'s files). Needs
-        ``hybridize()`` and one call first."""
+        ``hybridize()`` and one call first.
+
+        Parameters
+        ----------
+        path : str
+            The files' prefix.
+        epoch : int, default 0
+            The epoch number in the parameters file's name.
+        """
         if self._graph is None:
             raise NetsError(f"{type(self).__name__}.export needs a graph: call hybridize() "
                             f"and run the block once first")
@@ -335,12 +516,36 @@ class HybridBlock(Block):
             p._check_initialized()
         return {name: p._data for name, p in self._reg_params.items()}
 
-    def infer_shape(self, *args):
-        """Set unknown parameter shapes from the inputs (layers override this)."""
+    def infer_shape(self, *args: NDArray) -> None:
+        """Set unknown parameter shapes from the inputs (layers override this).
+
+        Parameters
+        ----------
+        *args : NDArray
+            The inputs of the first call.
+        """
         unknown = [p.name for p in self._reg_params.values() if p._deferred is not None]
         raise NetsError(f"{type(self).__name__} cannot infer the shapes of {unknown}; give "
                         f"the full shape when creating them")
 
-    def hybrid_forward(self, F, x, *args, **params):
-        """Override to define the computation with ``F`` = ``nets.nd``."""
+    def hybrid_forward(self, F: types.ModuleType, x: NDArray | Symbol, *args: Any,
+                       **params: Any) -> Any:
+        """Override to define the computation.
+
+        Parameters
+        ----------
+        F : module
+            The operator namespace: ``nets.nd``, or ``nets.sym`` while tracing a graph.
+        x : NDArray or Symbol
+            The first input.
+        *args : NDArray or Symbol
+            More inputs.
+        **params : NDArray or Symbol
+            The block's parameter arrays by attribute name (``weight``, ``bias``).
+
+        Returns
+        -------
+        NDArray, Symbol or tuple of them
+            The outputs.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")

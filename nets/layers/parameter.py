@@ -5,9 +5,13 @@ A parameter holds one array of storage type ``stype`` ('default', 'row_sparse' o
 ``grad_stype``. Sparse gradients do not require sparse weights: a dense weight
 with a row_sparse gradient is the common, first-class case.
 """
+from __future__ import annotations
+
 import re
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, ItemsView, KeysView, ValuesView
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +20,13 @@ from .. import init as init_mod
 from ..base import NetsError, ShapeError, as_dtype, current_context
 from ..arrays.creation import array, zeros_sparse
 from ..serialization import check_stored
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ..arrays import NDArray
+    from ..base import Context
+    from ..init import Initializer
 
 __all__ = ["Parameter", "ParameterDict", "DeferredInitializationError"]
 
@@ -40,11 +51,39 @@ class Parameter:
     ``grad_stype='row_sparse'`` makes backward deliver only the touched rows.
     ``stype='csr'`` stores a 2-D weight as CSR (its initial values are the initializer's
     non-zeros); its gradient is ``'csr'`` (the weight's stored values) or ``'default'``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's full name (``dense0_weight``).
+    grad_req : {'write', 'add', 'null'}, default 'write'
+        How backward delivers the gradient: overwrite it, add to it, or none.
+    shape : int or tuple of int, optional
+        The shape; a dimension of 0 (or -1) is inferred at the first forward pass.
+    dtype : str or numpy dtype, default 'float32'
+        The element type.
+    lr_mult : float, default 1.0
+        Multiplier of the optimizer's learning rate for this parameter.
+    wd_mult : float, default 1.0
+        Multiplier of the optimizer's weight decay for this parameter.
+    init : Initializer or str, optional
+        The initializer; default the one ``initialize`` is given.
+    allow_deferred_init : bool, default False
+        Allow ``initialize`` before the shape is known (it then waits for the shape).
+    differentiable : bool, default True
+        False gives no gradient (``grad_req`` is then ``'null'``).
+    stype : {'default', 'row_sparse', 'csr'}, default 'default'
+        The weight's storage type.
+    grad_stype : {'default', 'row_sparse', 'csr'}, default 'default'
+        The gradient's storage type (a row_sparse weight needs ``'row_sparse'``).
     """
 
-    def __init__(self, name, grad_req="write", shape=None, dtype="float32", lr_mult=1.0,
-                 wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
-                 stype="default", grad_stype="default"):
+    def __init__(self, name: str, grad_req: str = "write",
+                 shape: int | tuple[int, ...] | None = None, dtype: DTypeLike = "float32",
+                 lr_mult: float = 1.0, wd_mult: float = 1.0,
+                 init: Initializer | str | None = None, allow_deferred_init: bool = False,
+                 differentiable: bool = True, stype: str = "default",
+                 grad_stype: str = "default"):
         for arg, value in (("stype", stype), ("grad_stype", grad_stype)):
             if value not in ("default", "row_sparse", "csr"):
                 raise NetsError(f"Parameter {name!r}: {arg}={value!r}; expected 'default', "
@@ -88,7 +127,8 @@ class Parameter:
 
     # -- shape -------------------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...] | None:
+        """The shape (0 for a dimension not known yet); settable to fill unknown ones."""
         return self._shape
 
     @shape.setter
@@ -104,7 +144,8 @@ class Parameter:
 
     # -- grad_req ------------------------------------------------------------------
     @property
-    def grad_req(self):
+    def grad_req(self) -> str:
+        """``'write'``, ``'add'`` or ``'null'``; settable (re-attaches the gradient)."""
         return self._grad_req
 
     @grad_req.setter
@@ -125,10 +166,26 @@ class Parameter:
             autograd.attach_grad(self._data, self._grad_req, stype=self.grad_stype)
 
     # -- initialization ---------------------------------------------------------------
-    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
-        """Allocate and fill the data (and gradient). The initializer is ``init``, else
-        the parameter's own ``init``, else ``default_init`` (``Uniform(0.07)``).
-        With an unknown shape and ``allow_deferred_init`` this waits for the first forward."""
+    def initialize(self, init: Initializer | str | None = None,
+                   ctx: Context | list[Context] | None = None,
+                   default_init: Initializer | str | None = None,
+                   force_reinit: bool = False) -> None:
+        """Allocate and fill the data (and gradient). With an unknown shape and
+        ``allow_deferred_init`` this waits for the first forward.
+
+        Parameters
+        ----------
+        init : Initializer or str, optional
+            The initializer; default the parameter's own ``init``, else ``default_init``.
+        ctx : Context or list of Context, optional
+            The device; default the current context.
+        default_init : Initializer or str, optional
+            The initializer when neither ``init`` nor the parameter's own is given;
+            default ``Uniform(0.07)``.
+        force_reinit : bool, default False
+            Re-initialize a parameter that already has values (otherwise it is kept,
+            with a warning).
+        """
         if self._data is not None and not force_reinit:
             warnings.warn(f"Parameter {self.name!r} is already initialized; pass "
                           f"force_reinit=True to re-initialize", stacklevel=2)
@@ -171,41 +228,92 @@ class Parameter:
                         f"block.initialize() (or param.initialize()) first")
 
     # -- access ---------------------------------------------------------------------
-    def data(self, ctx=None):
-        """The parameter's array (its storage type is ``stype``)."""
+    def data(self, ctx: Context | None = None) -> NDArray:
+        """The parameter's array.
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            Accepted for MXNet (one device).
+
+        Returns
+        -------
+        NDArray
+            The data, of storage type ``stype``.
+        """
         data = self._data
         if data is None:
             self._check_initialized()  # (raises: why there is none)
         return data
 
-    def list_data(self):
-        """``[data()]`` (one device)."""
+    def list_data(self) -> list[NDArray]:
+        """``[data()]`` (one device).
+
+        Returns
+        -------
+        list of NDArray
+            The data on each device.
+        """
         return [self.data()]
 
-    def grad(self, ctx=None):
-        """The gradient array (storage type ``grad_stype``)."""
+    def grad(self, ctx: Context | None = None) -> NDArray:
+        """The gradient array.
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            Accepted for MXNet (one device).
+
+        Returns
+        -------
+        NDArray
+            The gradient, of storage type ``grad_stype``.
+        """
         self._check_initialized()
         if self._data.grad is None:
             raise NetsError(f"Parameter {self.name!r} has no gradient (grad_req='null')")
         return self._data.grad
 
-    def list_grad(self):
-        """``[grad()]`` (one device)."""
+    def list_grad(self) -> list[NDArray]:
+        """``[grad()]`` (one device).
+
+        Returns
+        -------
+        list of NDArray
+            The gradient on each device.
+        """
         return [self.grad()]
 
-    def list_ctx(self):
-        """The contexts the data lives on."""
+    def list_ctx(self) -> list[Context]:
+        """The contexts the data lives on.
+
+        Returns
+        -------
+        list of Context
+            One context (nets runs on one device).
+        """
         if self._data is None and self._deferred is not None:
             return [self._deferred[1]]
         self._check_initialized()
         return [self._data.context]
 
-    def row_sparse_data(self, row_id):
+    def row_sparse_data(self, row_id: NDArray) -> NDArray:
         """The rows ``row_id`` of a row_sparse parameter, as a row_sparse array.
 
         When a Trainer keeps the weight on a KVStore, the rows are pulled from the store
         into the parameter's data, which then holds exactly those rows and is returned
-        (MXNet's); otherwise they are selected from the data, which holds every row."""
+        (MXNet's); otherwise they are selected from the data, which holds every row.
+
+        Parameters
+        ----------
+        row_id : NDArray
+            The row ids wanted (any order, repeats allowed).
+
+        Returns
+        -------
+        RowSparseNDArray
+            Those rows of the weight.
+        """
         self._check_initialized()
         if self.stype != "row_sparse":
             raise NetsError(f"row_sparse_data() needs a row_sparse Parameter; {self.name!r} "
@@ -217,14 +325,42 @@ class Parameter:
         from ..ops import retain
         return retain(self._data, row_id)
 
-    def list_row_sparse_data(self, row_id):
-        """``[row_sparse_data(row_id)]`` (one device)."""
+    def set_row_source(self, source: Callable[[Parameter, NDArray], Any] | None) -> None:
+        """Read this parameter's rows in ``row_sparse_data`` through ``source``.
+
+        Parameters
+        ----------
+        source : callable or None
+            ``source(param, row_id)`` fills the data with those rows (a Trainer whose
+            KVStore holds the weight sets it); None reads them from the data.
+        """
+        self._row_source = source
+
+    def list_row_sparse_data(self, row_id: NDArray) -> list[NDArray]:
+        """``[row_sparse_data(row_id)]`` (one device).
+
+        Parameters
+        ----------
+        row_id : NDArray
+            The row ids wanted.
+
+        Returns
+        -------
+        list of RowSparseNDArray
+            Those rows on each device.
+        """
         return [self.row_sparse_data(row_id)]
 
-    def set_data(self, data):
-        """Replace the values (the storage type stays ``stype``). ``data`` must have the
-        parameter's shape exactly (nothing broadcasts) and a dtype that converts to its
-        own without loss of meaning (``nets.serialization.check_stored``)."""
+    def set_data(self, data: NDArray | ArrayLike) -> None:
+        """Replace the values (the storage type stays ``stype``).
+
+        Parameters
+        ----------
+        data : NDArray or array_like
+            The new values: the parameter's shape exactly (nothing broadcasts) and a
+            dtype that converts to its own without loss of meaning
+            (``nets.serialization.check_stored``).
+        """
         self._set_checked(self._checked(data, f"Parameter {self.name!r}.set_data"))
 
     def _checked(self, data, what):
@@ -242,35 +378,57 @@ class Parameter:
             self._init_impl(init_mod.Zero(), pending[1] if pending else None)
         self._data[:] = data
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Reset the gradient to zero (a row_sparse gradient becomes empty)."""
         if self._data is None or self._data.grad is None:
             return
         g = self._data.grad
         g[:] = zeros_sparse(g.stype, g.shape, g.context, g.dtype)
 
-    def cast(self, dtype):
-        """Cast data (and gradient) to ``dtype``."""
+    def cast(self, dtype: DTypeLike) -> None:
+        """Cast data (and gradient) to ``dtype``.
+
+        Parameters
+        ----------
+        dtype : str or numpy dtype
+            The new element type.
+        """
         self.dtype = as_dtype(dtype)
         if self._data is not None:
             self._data = self._data.astype(self.dtype)
             self._attach_grad()
 
-    def reset_ctx(self, ctx):
-        """Move to ``ctx`` (only the CPU exists: checks and keeps the data)."""
+    def reset_ctx(self, ctx: Context | list[Context]) -> None:
+        """Move to ``ctx`` (only the CPU exists: checks and keeps the data).
+
+        Parameters
+        ----------
+        ctx : Context or list of Context
+            The new device.
+        """
         current_context(ctx[0] if isinstance(ctx, (list, tuple)) else ctx)
 
 
 class ParameterDict:
-    """An ordered ``{name: Parameter}`` whose ``get`` creates ``prefix + name`` on demand."""
+    """An ordered ``{name: Parameter}`` whose ``get`` creates ``prefix + name`` on demand.
 
-    def __init__(self, prefix="", shared=None):
+    Parameters
+    ----------
+    prefix : str, default ''
+        The prefix ``get`` puts before a name.
+    shared : ParameterDict, optional
+        Parameters that ``get`` returns (instead of creating new ones) when it holds
+        the full name.
+    """
+
+    def __init__(self, prefix: str = "", shared: ParameterDict | None = None):
         self._prefix = prefix
         self._params = OrderedDict()
         self._shared = shared
 
     @property
-    def prefix(self):
+    def prefix(self) -> str:
+        """The prefix ``get`` puts before a name."""
         return self._prefix
 
     def __getitem__(self, key):
@@ -285,22 +443,57 @@ class ParameterDict:
     def __len__(self):
         return len(self._params)
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
+        """The full names.
+
+        Returns
+        -------
+        KeysView
+            The names, in order.
+        """
         return self._params.keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Parameter]:
+        """The parameters.
+
+        Returns
+        -------
+        ValuesView
+            The parameters, in order.
+        """
         return self._params.values()
 
-    def items(self):
+    def items(self) -> ItemsView[str, Parameter]:
+        """``(name, parameter)`` pairs.
+
+        Returns
+        -------
+        ItemsView
+            The pairs, in order.
+        """
         return self._params.items()
 
     def __repr__(self):
         body = "\n".join(f"  {p!r}" for p in self._params.values())
         return f"{self._prefix}(\n{body}\n)"
 
-    def get(self, name, **kwargs):
-        """The parameter ``prefix + name``, created with ``kwargs`` if it does not exist
-        (an existing one must agree with the given attributes)."""
+    def get(self, name: str, **kwargs: Any) -> Parameter:
+        """The parameter ``prefix + name``, created if it does not exist.
+
+        Parameters
+        ----------
+        name : str
+            The name after the prefix (``'weight'``).
+        **kwargs
+            ``Parameter``'s arguments (``shape``, ``dtype``, ``init``, ``stype``, ...) to
+            create it with; an existing parameter must agree with them (an unknown
+            dimension of its shape is filled in).
+
+        Returns
+        -------
+        Parameter
+            The parameter.
+        """
         full = self._prefix + name
         param = self._params.get(full)
         if param is None and self._shared is not None and full in self._shared:
@@ -323,13 +516,30 @@ class ParameterDict:
             raise NetsError(f"two different parameters are named {param.name!r}")
         self._params[param.name] = param
 
-    def update(self, other):
-        """Add every parameter of ``other`` (a ParameterDict)."""
+    def update(self, other: ParameterDict) -> None:
+        """Add every parameter of ``other``.
+
+        Parameters
+        ----------
+        other : ParameterDict
+            The parameters to add (one name must not name two different parameters).
+        """
         for p in other.values():
             self._add(p)
 
-    def select(self, pattern):
-        """A new ParameterDict with the parameters whose name matches regex ``pattern``."""
+    def select(self, pattern: str) -> ParameterDict:
+        """The parameters whose name matches a regular expression.
+
+        Parameters
+        ----------
+        pattern : str
+            A regular expression matched at the start of each full name.
+
+        Returns
+        -------
+        ParameterDict
+            A new dict of those parameters.
+        """
         out = ParameterDict(self._prefix)
         regex = re.compile(pattern)
         for p in self._params.values():
@@ -337,24 +547,53 @@ class ParameterDict:
                 out._add(p)
         return out
 
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
-        """Initialize every parameter; ``init`` is the default for those without their own."""
+    def initialize(self, init: Initializer | str | None = None,
+                   ctx: Context | list[Context] | None = None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
+        """Initialize every parameter.
+
+        Parameters
+        ----------
+        init : Initializer or str, optional
+            The initializer of the parameters without their own; default
+            ``Uniform(0.07)``.
+        ctx : Context or list of Context, optional
+            The device; default the current context.
+        verbose : bool, default False
+            Print each parameter's name as it is initialized.
+        force_reinit : bool, default False
+            Re-initialize parameters that already have values.
+        """
         for p in self._params.values():
             if verbose:
                 print(f"initializing {p.name}")
             p.initialize(None, ctx, default_init=init, force_reinit=force_reinit)
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Reset every gradient."""
         for p in self._params.values():
             p.zero_grad()
 
-    def setattr(self, name, value):
-        """Set attribute ``name`` (e.g. ``grad_req``, ``lr_mult``) on every parameter."""
+    def setattr(self, name: str, value: Any) -> None:
+        """Set an attribute on every parameter.
+
+        Parameters
+        ----------
+        name : str
+            The attribute (e.g. ``grad_req``, ``lr_mult``).
+        value : object
+            Its new value.
+        """
         for p in self._params.values():
             setattr(p, name, value)
 
-    def reset_ctx(self, ctx):
-        """Move every parameter to ``ctx``."""
+    def reset_ctx(self, ctx: Context | list[Context]) -> None:
+        """Move every parameter to ``ctx``.
+
+        Parameters
+        ----------
+        ctx : Context or list of Context
+            The new device.
+        """
         for p in self._params.values():
             p.reset_ctx(ctx)

@@ -9,6 +9,8 @@ internal operator names (``nd._internal._square_sum``), built by ``internal_name
 which ``nets.sym._internal`` uses too.
 """
 import types as _types
+from collections.abc import Callable as _Callable
+from collections.abc import Iterable as _Iterable
 
 from ..arrays import (BaseSparseNDArray, CSRNDArray, NDArray, RowSparseNDArray, arange, array,
                        empty, from_numpy, full, ones, zeros)
@@ -20,12 +22,25 @@ from ..serialization import load, save
 from . import random, sparse  # the faces below, not the floor's modules of those names
 
 
-def waitall():
+def waitall() -> None:
     """No-op: nets computes synchronously (kept for MXNet code)."""
 
 
-def concatenate(arrays, axis=0):
-    """``concat(*arrays, dim=axis)`` (MXNet's list-taking alias)."""
+def concatenate(arrays: _Iterable[NDArray], axis: int = 0) -> NDArray:
+    """``concat(*arrays, dim=axis)`` (MXNet's list-taking alias).
+
+    Parameters
+    ----------
+    arrays : iterable of NDArray
+        The arrays to join; their shapes agree except along ``axis``.
+    axis : int, default 0
+        The axis along which they are joined.
+
+    Returns
+    -------
+    NDArray
+        The joined array.
+    """
     return concat(*arrays, dim=axis)
 
 
@@ -42,11 +57,22 @@ INTERNAL_NAMES = {"_square_sum": "square_sum", "_sparse_retain": "retain",
                   "_lesser_equal": "lesser_equal"}
 
 
-def internal_namespace(functions, doc):
-    """A module object of MXNet's ``_internal`` names over ``functions`` (name ->
-    function): every operator of the op table whose name starts with ``_`` (the ``Op``
-    itself where ``functions`` lacks it), and each ``INTERNAL_NAMES`` alias of a public
-    one."""
+def internal_namespace(functions: dict[str, _Callable], doc: str) -> _types.ModuleType:
+    """A module object of MXNet's ``_internal`` names over ``functions``.
+
+    Parameters
+    ----------
+    functions : dict of str to callable
+        The namespace's functions by public name (``nets.nd``'s or ``nets.sym``'s).
+    doc : str
+        The module object's docstring.
+
+    Returns
+    -------
+    types.ModuleType
+        Every operator of the op table whose name starts with ``_`` (the ``Op`` itself
+        where ``functions`` lacks it), and each ``INTERNAL_NAMES`` alias of a public one.
+    """
     ns = _types.ModuleType("_internal", doc)
     for name, op in _OPS.items():
         if name.startswith("_"):

@@ -13,8 +13,12 @@ operators' own tables); a node whose input stypes have no implementation is repo
 with a ``StorageFallbackWarning`` naming the node, and ``NETS_STORAGE_VERBOSE=1`` logs
 every node's storage types.
 """
+from __future__ import annotations
+
 import collections
 import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import autograd
 from ..base import NetsError, StorageFallbackWarning, current_context
@@ -24,6 +28,9 @@ from ..kernels import load_runtime
 from ..ops.fusion import fuse
 from ..ops.registry import RECORDER, Op, log_storage, storage_verbose
 from .inference import infer_grad_storage_type, node_stypes
+
+if TYPE_CHECKING:
+    from ..base import Context
 
 __all__ = ["Executor", "Program", "simple_bind", "bind"]
 
@@ -133,9 +140,26 @@ class Executor:
     Assigning ``exe.arg_dict['x'][:] = value`` writes into the bound array and keeps
     its storage type. ``storage_report`` lists ``(node, op, input stypes, output stypes,
     falls back)`` for every operator node.
+
+    Parameters
+    ----------
+    symbol : Symbol
+        The graph (``nets.sym.Symbol``).
+    ctx : Context
+        The device.
+    arg_dict : dict of str to NDArray
+        The argument arrays, in ``symbol.list_arguments()`` order.
+    grad_dict : dict of str to NDArray
+        The gradient buffers of the arguments whose ``grad_req`` is not ``'null'``.
+    grad_req : dict of str to str
+        ``'write'``, ``'add'`` or ``'null'`` for every argument.
+    aux_dict : dict of str to NDArray
+        The auxiliary states, in ``symbol.list_auxiliary_states()`` order.
     """
 
-    def __init__(self, symbol, ctx, arg_dict, grad_dict, grad_req, aux_dict):
+    def __init__(self, symbol: Any, ctx: Context, arg_dict: dict[str, NDArray],
+                 grad_dict: dict[str, NDArray], grad_req: dict[str, str],
+                 aux_dict: dict[str, NDArray]):
         self._symbol, self._ctx = symbol, ctx
         self.arg_dict, self.grad_dict, self.aux_dict = arg_dict, grad_dict, aux_dict
         self._grad_req = grad_req
@@ -181,9 +205,22 @@ class Executor:
     def output_dict(self):
         return dict(zip(self._symbol.list_outputs(), self.outputs))
 
-    def forward(self, is_train=False, **kwargs):
-        """Run the graph after copying ``kwargs`` (name -> array) into the bound arrays.
-        ``is_train`` records for ``backward`` and sets train mode (Dropout)."""
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
+        """Run the graph after copying ``kwargs`` into the bound arrays.
+
+        Parameters
+        ----------
+        is_train : bool, default False
+            Record for ``backward`` and run in train mode (Dropout drops).
+        **kwargs : NDArray or array_like
+            New values of arguments by name, copied into the bound arrays (their storage
+            types are kept).
+
+        Returns
+        -------
+        list of NDArray
+            The outputs (also in ``outputs``).
+        """
         for name, value in kwargs.items():
             if name not in self.arg_dict:
                 raise NetsError(f"forward: {name!r} is not an argument of the symbol; "
@@ -195,9 +232,19 @@ class Executor:
         self._recorded = is_train
         return self.outputs
 
-    def backward(self, out_grads=None, is_train=True):
+    def backward(self, out_grads: NDArray | Sequence[NDArray | None] | None = None,
+                 is_train: bool = True) -> None:
         """Gradients of the outputs into ``grad_dict`` (by each argument's ``grad_req``).
-        ``out_grads`` default to ones; output layers (``SoftmaxOutput``...) ignore them."""
+        Needs a ``forward(is_train=True)`` before each call.
+
+        Parameters
+        ----------
+        out_grads : NDArray or list of NDArray, optional
+            The head gradients, one per output; default ones. Output layers
+            (``SoftmaxOutput``...) ignore them.
+        is_train : bool, default True
+            Run the backward pass in train mode.
+        """
         if not self._recorded:
             raise NetsError("backward() needs a forward(is_train=True) first (once per "
                             "backward)")
@@ -213,9 +260,21 @@ class Executor:
             autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
                               train_mode=is_train)
 
-    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
-        """Copy ``arg_params`` and ``aux_params`` (name -> array) into the bound argument
-        and auxiliary arrays (stypes kept)."""
+    def copy_params_from(self, arg_params: Mapping[str, NDArray],
+                         aux_params: Mapping[str, NDArray] | None = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copy values into the bound argument and auxiliary arrays (storage types kept).
+
+        Parameters
+        ----------
+        arg_params : dict of str to NDArray
+            Argument values by name.
+        aux_params : dict of str to NDArray, optional
+            Auxiliary state values by name.
+        allow_extra_params : bool, default False
+            Skip names that are not arguments (auxiliary states) instead of raising
+            ``NetsError``.
+        """
         for params, bound, what in ((arg_params, self.arg_dict, "an argument"),
                                     (aux_params or {}, self.aux_dict, "an auxiliary state")):
             for name, value in params.items():
@@ -225,9 +284,20 @@ class Executor:
                     raise NetsError(f"copy_params_from: {name!r} is not {what}; pass "
                                     f"allow_extra_params=True to skip it")
 
-    def reshape(self, **shapes):
-        """A new executor for new argument ``shapes``; arrays whose shape is unchanged
-        (the parameters) are shared with this one."""
+    def reshape(self, **shapes: tuple[int, ...]) -> Executor:
+        """A new executor for new argument shapes; arrays whose shape is unchanged (the
+        parameters) are shared with this one.
+
+        Parameters
+        ----------
+        **shapes : tuple of int
+            New shapes of arguments by name.
+
+        Returns
+        -------
+        Executor
+            The new executor.
+        """
         bound = {**self.arg_dict, **self.aux_dict}
         return simple_bind(self._symbol, self._ctx, self._grad_req,
                            {n: a.dtype for n, a in bound.items()},

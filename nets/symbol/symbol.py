@@ -8,12 +8,16 @@ MXNet: ``FullyConnected(data, num_hidden=8, name='fc')`` creates ``fc_weight`` a
 argument. Graphs are immutable; ``tojson``/``load_json`` write and read them as JSON
 (loading validates every node and never executes code).
 """
+from __future__ import annotations
+
 import collections
 import inspect
 import itertools
 import json
 import numbers
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +31,13 @@ from ..serialization import write_atomically
 from .executor import bind, simple_bind
 from .inference import (infer_grad_storage_type, infer_shape, infer_storage_type,
                         infer_type)
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ..arrays import NDArray
+    from ..base import Context
+    from .executor import Executor
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "namespace"]
 
@@ -152,12 +163,18 @@ class Symbol:
     fluent methods of ``NDArray`` (``x.sum(axis=1)``) compose too. ``shape``/``dtype``/
     ``stype`` of a single output are inferred from the variables' declared attributes
     (known when every variable it depends on declares a shape, as in ``hybridize``).
+
+    Parameters
+    ----------
+    outputs : iterable of (node, int)
+        The graph's output entries (built by ``Variable``, the operators and ``Group``;
+        not usually called directly).
     """
 
     __slots__ = ("_outputs",)
     __array_priority__ = 1001.0  # numpy defers to our reflected operators
 
-    def __init__(self, outputs):
+    def __init__(self, outputs: Iterable[tuple[Any, int]]):
         self._outputs = tuple(outputs)
 
     # -- structure --------------------------------------------------------------------------
@@ -193,24 +210,42 @@ class Symbol:
         args = [n for n in names if n not in aux]
         return args, [n for n in names if n in aux]
 
-    def list_arguments(self):
+    def list_arguments(self) -> list[str]:
         """Names of the variables other than auxiliary states, in depth-first order (each
-        name once)."""
+        name once).
+
+        Returns
+        -------
+        list of str
+            The argument names.
+        """
         return self._variables()[0]
 
-    def list_inputs(self):
+    def list_inputs(self) -> list[str]:
         """Names of every variable, arguments and auxiliary states, in depth-first order."""
         return list(dict.fromkeys(n.name for n in self._nodes() if n.op is None))
 
-    def list_outputs(self):
+    def list_outputs(self) -> list[str]:
         """Output names: a variable's name, ``<node>_output`` (``_output<k>`` when the node
-        has several outputs)."""
+        has several outputs).
+
+        Returns
+        -------
+        list of str
+            One name per output.
+        """
         return [_output_name(node, k) for node, k in self._outputs]
 
-    def list_auxiliary_states(self):
+    def list_auxiliary_states(self) -> list[str]:
         """Names of the auxiliary states: variables an operator takes as arrays it updates
         in place (a custom operator's ``list_auxiliary_states()``), not as arguments; they
-        get no gradient and are bound through ``aux_states``."""
+        get no gradient and are bound through ``aux_states``.
+
+        Returns
+        -------
+        list of str
+            The auxiliary states' names, in depth-first order.
+        """
         return self._variables()[1]
 
     def get_internals(self):
@@ -262,34 +297,111 @@ class Symbol:
         return f"<Symbol group [{', '.join(self.list_outputs())}]>"
 
     # -- inference (see nets.symbol.inference) ----------------------------------------------
-    def infer_shape(self, *args, **kwargs):
-        """``(arg_shapes, out_shapes, aux_shapes)`` from the shapes of some arguments (by
-        name, or positionally in ``list_arguments()`` order) and the declared ones;
-        ``ShapeError`` names what stays unknown (``infer_shape_partial`` gives None)."""
+    def infer_shape(self, *args: tuple[int, ...] | None,
+                    **kwargs: tuple[int, ...]) -> tuple[list, list, list]:
+        """The shapes of every argument, output and auxiliary state, from the shapes of
+        some arguments and the declared ones.
+
+        Parameters
+        ----------
+        *args : tuple of int or None
+            Shapes of the arguments in ``list_arguments()`` order (None: not given).
+        **kwargs : tuple of int
+            Shapes of arguments by name (not together with ``args``).
+
+        Returns
+        -------
+        tuple of three lists
+            ``(arg_shapes, out_shapes, aux_shapes)``, each a list of shape tuples in
+            ``list_arguments()``, ``list_outputs()`` and ``list_auxiliary_states()`` order.
+
+        Raises
+        ------
+        ShapeError
+            Naming what stays unknown (``infer_shape_partial`` gives None instead).
+        """
         return infer_shape(self, self._given(args, kwargs, "infer_shape"), partial=False)
 
-    def infer_shape_partial(self, *args, **kwargs):
-        """``infer_shape`` with None for whatever cannot be inferred."""
+    def infer_shape_partial(self, *args: tuple[int, ...] | None,
+                            **kwargs: tuple[int, ...]) -> tuple[list, list, list]:
+        """``infer_shape`` with None for whatever cannot be inferred.
+
+        Parameters
+        ----------
+        *args : tuple of int or None
+            Shapes of the arguments in ``list_arguments()`` order (None: not given).
+        **kwargs : tuple of int
+            Shapes of arguments by name (not together with ``args``).
+
+        Returns
+        -------
+        tuple of three lists
+            ``(arg_shapes, out_shapes, aux_shapes)``; an unknown shape is None.
+        """
         return infer_shape(self, self._given(args, kwargs, "infer_shape_partial"), partial=True)
 
-    def infer_type(self, *args, **kwargs):
-        """``(arg_dtypes, out_dtypes, aux_dtypes)`` from some arguments' dtypes (undeclared
-        values default to float32)."""
+    def infer_type(self, *args: DTypeLike | None,
+                   **kwargs: DTypeLike) -> tuple[list, list, list]:
+        """The dtypes of every argument, output and auxiliary state from some arguments'
+        dtypes (undeclared values default to float32).
+
+        Parameters
+        ----------
+        *args : dtype or None
+            Dtypes of the arguments in ``list_arguments()`` order (None: not given).
+        **kwargs : dtype
+            Dtypes of arguments by name (not together with ``args``).
+
+        Returns
+        -------
+        tuple of three lists
+            ``(arg_dtypes, out_dtypes, aux_dtypes)``.
+        """
         return infer_type(self, self._given(args, kwargs, "infer_type"))
 
-    def infer_storage_type(self, *args, **kwargs):
-        """``(arg_stypes, out_stypes, aux_stypes)``: each operator's own storage inference
-        (``op.infer_stype``, the table imperative calls use) applied through the graph.
-        ``infer_grad_storage_type`` gives the backward pass's."""
+    def infer_storage_type(self, *args: str | None,
+                           **kwargs: str) -> tuple[list, list, list]:
+        """The storage types of every argument, output and auxiliary state: each
+        operator's own storage inference (``op.infer_stype``, the table imperative calls
+        use) applied through the graph. ``infer_grad_storage_type`` gives the backward
+        pass's.
+
+        Parameters
+        ----------
+        *args : str or None
+            Storage types of the arguments in ``list_arguments()`` order (None: not
+            given).
+        **kwargs : str
+            Storage types of arguments by name (not together with ``args``).
+
+        Returns
+        -------
+        tuple of three lists
+            ``(arg_stypes, out_stypes, aux_stypes)``.
+        """
         return infer_storage_type(self, self._given(args, kwargs, "infer_storage_type"))
 
-    def infer_grad_storage_type(self, *args, **kwargs):
+    def infer_grad_storage_type(self, *args: str | None, **kwargs: str) -> list[str]:
         """The storage type of each argument's gradient (``list_arguments()`` order) for
         the given argument stypes: what ``simple_bind`` allocates and ``backward``
         produces. A variable's declared ``grad_stype`` wins; otherwise each operator using
         it declares one (``dot(csr, w)``: ``w``'s is row_sparse; ``Embedding(...,
         sparse_grad=True)``: the weight's is row_sparse), several summed by ``add_n``'s
-        rule; a variable no operator differentiates keeps its own stype."""
+        rule; a variable no operator differentiates keeps its own stype.
+
+        Parameters
+        ----------
+        *args : str or None
+            Storage types of the arguments in ``list_arguments()`` order (None: not
+            given).
+        **kwargs : str
+            Storage types of arguments by name (not together with ``args``).
+
+        Returns
+        -------
+        list of str
+            One gradient storage type per argument.
+        """
         return infer_grad_storage_type(self, self._given(args, kwargs,
                                                          "infer_grad_storage_type"))
 
@@ -320,25 +432,96 @@ class Symbol:
                     doc="The inferred number of elements.")
 
     # -- binding ------------------------------------------------------------------------------
-    def simple_bind(self, ctx=None, grad_req="write", type_dict=None, stype_dict=None,
-                    shared_exec=None, **shapes):
+    def simple_bind(self, ctx: Context | None = None,
+                    grad_req: str | Sequence[str] | Mapping[str, str] = "write",
+                    type_dict: Mapping[str, DTypeLike] | None = None,
+                    stype_dict: Mapping[str, str] | None = None,
+                    shared_exec: Executor | None = None,
+                    **shapes: tuple[int, ...]) -> Executor:
         """An ``Executor`` with zeros of each argument's and auxiliary state's inferred
-        shape, dtype and storage type (and gradient buffers); see
-        ``nets.symbol.executor.simple_bind``."""
+        shape, dtype and storage type, and gradient buffers of the inferred gradient
+        storage types (``infer_grad_storage_type``: as MXNet, ``dot(csr, w)`` gives ``w``
+        a row_sparse one).
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            The device; default the current context.
+        grad_req : str, list of str or dict of str to str, default 'write'
+            ``'write'``, ``'add'`` or ``'null'``: one for every argument, one per argument
+            (``list_arguments()`` order) or by name (missing names: ``'null'``).
+        type_dict : dict of str to dtype, optional
+            Dtypes of arguments by name (else declared, else inferred; float32).
+        stype_dict : dict of str to str, optional
+            Storage types of arguments by name (else declared, else ``'default'``).
+        shared_exec : Executor, optional
+            An executor whose arrays of the same name, shape, dtype and stype are reused;
+            its shapes fill what the given ones leave unknown.
+        **shapes : tuple of int
+            Shapes of arguments by name (``data=(32, 100)``).
+
+        Returns
+        -------
+        Executor
+            The bound executor.
+        """
         return simple_bind(self, ctx, grad_req, type_dict, stype_dict, shared_exec, shapes)
 
-    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None):
-        """An ``Executor`` over the given argument arrays and auxiliary states
-        (``aux_states``; see ``nets.symbol.executor.bind``)."""
+    def bind(self, ctx: Context | None,
+             args: Mapping[str, NDArray] | Sequence[NDArray],
+             args_grad: Mapping[str, NDArray] | Sequence[NDArray | None] | None = None,
+             grad_req: str | Sequence[str] | Mapping[str, str] = "write",
+             aux_states: Mapping[str, NDArray] | Sequence[NDArray] | None = None) -> Executor:
+        """An ``Executor`` over the given arrays (shared, not copied).
+
+        Parameters
+        ----------
+        ctx : Context or None
+            The device; None for the current context.
+        args : dict of str to NDArray, or list of NDArray
+            The argument arrays by name, or in ``list_arguments()`` order (array-likes
+            are converted).
+        args_grad : dict of str to NDArray, or list of NDArray, optional
+            Gradient buffers by name or in ``list_arguments()`` order; an argument
+            without one gets ``grad_req='null'``.
+        grad_req : str, list of str or dict of str to str, default 'write'
+            ``'write'``, ``'add'`` or ``'null'``: one for all, per argument or by name.
+        aux_states : dict of str to NDArray, or list of NDArray, optional
+            The auxiliary states by name or in ``list_auxiliary_states()`` order.
+
+        Returns
+        -------
+        Executor
+            The bound executor.
+        """
         return bind(self, ctx, args, args_grad, grad_req, aux_states)
 
-    def eval(self, ctx=None, **kwargs):
-        """The outputs for the argument arrays ``kwargs`` (bind, then forward)."""
+    def eval(self, ctx: Context | None = None, **kwargs: NDArray) -> list[NDArray]:
+        """The outputs for the given argument arrays (bind, then forward).
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            The device; default the current context.
+        **kwargs : NDArray
+            Every argument's array, by name.
+
+        Returns
+        -------
+        list of NDArray
+            The outputs.
+        """
         return self.bind(ctx, kwargs, grad_req="null").forward()
 
     # -- serialization -------------------------------------------------------------------------
-    def tojson(self):
-        """The graph as JSON text (``load_json`` reads it back)."""
+    def tojson(self) -> str:
+        """The graph as JSON text (``load_json`` reads it back).
+
+        Returns
+        -------
+        str
+            The JSON text.
+        """
         nodes = self._nodes()
         ids = {node: i for i, node in enumerate(nodes)}
         out = []
@@ -352,9 +535,15 @@ class Symbol:
         heads = [[ids[node], k] for node, k in self._outputs]
         return json.dumps({"format": _FORMAT, "nodes": out, "heads": heads})
 
-    def save(self, fname):
-        """Write ``tojson()`` to the text file ``fname``, atomically (an interrupted save
-        leaves the previous file intact)."""
+    def save(self, fname: str | os.PathLike) -> None:
+        """Write ``tojson()`` to a text file, atomically (an interrupted save leaves the
+        previous file intact).
+
+        Parameters
+        ----------
+        fname : str or path-like
+            The file (conventionally ``<prefix>-symbol.json``).
+        """
         text = self.tojson().encode()
         write_atomically(os.fspath(fname), lambda f: f.write(text))
 
@@ -409,16 +598,39 @@ del _py, _name
 
 # -- building graphs --------------------------------------------------------------------------
 
-def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
-             stype=None, grad_stype=None):
-    """A named placeholder for an array (an argument of the graph).
+def Variable(name: str, attr: Mapping[str, Any] | None = None,
+             shape: int | tuple[int, ...] | None = None, lr_mult: float | None = None,
+             wd_mult: float | None = None, dtype: DTypeLike | None = None,
+             init: init_mod.Initializer | str | None = None, stype: str | None = None,
+             grad_stype: str | None = None) -> Symbol:
+    """A named placeholder for an array (an argument of the graph); ``var`` is the same.
 
-    ``shape`` may hold 0 for a dimension left to inference; ``stype`` is the storage
-    type of the array it holds ('default', 'csr', 'row_sparse'; ``simple_bind``
-    allocates zeros of it); ``grad_stype`` that of its gradient (default: row_sparse
-    for a row_sparse variable, else its stype); ``init`` an initializer (or its name)
-    used by ``Module.init_params``; ``lr_mult``/``wd_mult`` scale the optimizer's
-    rates; ``attr`` is a dict of extra JSON-able attributes.
+    Parameters
+    ----------
+    name : str
+        The variable's name (non-empty); two variables with one name are one argument.
+    attr : dict, optional
+        Extra JSON-able attributes.
+    shape : int or tuple of int, optional
+        The shape; a 0 leaves that dimension to inference.
+    lr_mult : float, optional
+        Multiplier of the optimizer's learning rate for this argument.
+    wd_mult : float, optional
+        Multiplier of the optimizer's weight decay for this argument.
+    dtype : str or numpy dtype, optional
+        The element type (bool, integer or float).
+    init : Initializer or str, optional
+        The initializer (or its name) ``Module.init_params`` uses.
+    stype : {'default', 'csr', 'row_sparse'}, optional
+        The storage type of the array it holds (``simple_bind`` allocates zeros of it).
+    grad_stype : {'default', 'csr', 'row_sparse'}, optional
+        The storage type of its gradient; default row_sparse for a row_sparse variable,
+        else what the operators using it declare.
+
+    Returns
+    -------
+    Symbol
+        A single-output symbol.
     """
     if not isinstance(name, str) or not name:
         raise NetsError(f"Variable: name={name!r} must be a non-empty string")
@@ -451,8 +663,19 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
 var = Variable
 
 
-def Group(symbols):
-    """One symbol whose outputs are those of ``symbols``, in order."""
+def Group(symbols: Iterable[Symbol]) -> Symbol:
+    """One symbol whose outputs are those of ``symbols``, in order.
+
+    Parameters
+    ----------
+    symbols : iterable of Symbol
+        The symbols to join.
+
+    Returns
+    -------
+    Symbol
+        A symbol with every output of ``symbols``.
+    """
     symbols = list(symbols)
     for i, s in enumerate(symbols):
         if not isinstance(s, Symbol):
@@ -650,9 +873,20 @@ def _depth(value):
     return deepest
 
 
-def load_json(text):
+def load_json(text: str) -> Symbol:
     """The Symbol written by ``Symbol.tojson``. Everything is validated (operators exist,
-    attributes are theirs, inputs point at earlier nodes); nothing is executed."""
+    attributes are theirs, inputs point at earlier nodes); nothing is executed.
+
+    Parameters
+    ----------
+    text : str
+        The JSON text.
+
+    Returns
+    -------
+    Symbol
+        The graph.
+    """
     try:
         graph = json.loads(text)
     except (TypeError, ValueError) as e:
@@ -682,8 +916,19 @@ def load_json(text):
     return Symbol(outputs)
 
 
-def load(fname):
-    """The Symbol saved by ``Symbol.save`` in the JSON file ``fname``."""
+def load(fname: str | os.PathLike) -> Symbol:
+    """The Symbol saved by ``Symbol.save``.
+
+    Parameters
+    ----------
+    fname : str or path-like
+        The JSON file.
+
+    Returns
+    -------
+    Symbol
+        The graph (validated as ``load_json`` does; nothing is executed).
+    """
     try:
         with open(fname) as f:
             text = f.read()
