@@ -115,7 +115,10 @@ SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 
 class SoftmaxCrossEntropyLoss(Loss):
     """Cross-entropy of ``softmax(pred, axis)``; ``sparse_label`` labels are class ids,
-    otherwise distributions; ``from_logits`` means ``pred`` is already log-softmax."""
+    otherwise distributions; ``from_logits`` means ``pred`` is already log-softmax.
+
+    A class id outside ``[0, classes)`` raises ``NetsError`` naming it (MXNet clips it to
+    the nearest class, so label 7 of 3 classes trained class 2 and -1 class 0)."""
 
     def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
                  batch_axis=0, prefix=None):
@@ -126,7 +129,9 @@ class SoftmaxCrossEntropyLoss(Loss):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
-            return -F.pick(pred, label, axis=self._axis, keepdims=True)
+            # a class id outside [0, classes) raises (MXNet clips it to the nearest class,
+            # silently training that class instead)
+            return -F.pick(pred, label, axis=self._axis, keepdims=True, mode="raise")
         return -F.sum(pred * _reshape_like(label, pred), axis=self._axis, keepdims=True)
 
 

@@ -12,9 +12,10 @@ decorator registering ``klass.__name__.lower()``) and ``alias(*names)`` add name
 MXNet. Departures from MXNet 1.9.1: ``MAE``, ``MSE`` and ``RMSE`` average over every
 element seen (MXNet averages per-batch means, which weighs a short last batch as much as a
 full one); ``TopKAccuracy`` accepts ``top_k=1``; ``F1`` and ``MCC`` also accept one score
-per sample (thresholded at 0.5); ``Perplexity`` rejects labels out of range (MXNet's
-``pick`` clips them into range); errors are ``NetsError``s (``ShapeError`` is also a
-``ValueError``, as MXNet raises); ``AUC`` is nets' own.
+per sample (thresholded at 0.5); ``Perplexity`` and ``CrossEntropy`` reject labels out
+of range (MXNet's ``pick`` clips them into range); errors are ``NetsError``s
+(``ShapeError`` is also a ``ValueError``, as MXNet raises); ``AUC`` is nets' own (NaN
+when a score is NaN).
 """
 import math
 import warnings
@@ -429,15 +430,22 @@ class Perplexity(EvalMetric):
         rows = numpy.arange(label.size)
         if self.ignore_label is not None:
             rows = rows[label != self.ignore_label]
-        picked = label[rows]
-        if picked.size and (picked.min() < 0 or picked.max() >= classes):
-            raise NetsError(f"{self.name}: labels {numpy.unique(picked).tolist()} out of "
-                            f"range for {classes} classes")
+        picked = _class_ids(label[rows], classes, self.name)
         p = prob[rows, picked].astype(numpy.float64)
         return float(-numpy.log(numpy.maximum(p, 1e-10)).sum()), rows.size
 
     def _value(self, local):
         return math.exp(super()._value(local))
+
+
+def _class_ids(label, classes, name):
+    """``label`` (integers) when every one is a class id in ``[0, classes)``, else
+    ``NetsError`` naming the metric and the labels out of range."""
+    bad = label[(label < 0) | (label >= classes)]
+    if bad.size:
+        raise NetsError(f"{name}: labels {numpy.unique(bad)[:10].tolist()} out of range for "
+                        f"{classes} classes")
+    return label
 
 
 ######################
@@ -504,6 +512,7 @@ class CrossEntropy(EvalMetric):
         if pred.ndim != 2 or pred.shape[0] != label.size:
             raise ShapeError(f"{self.name}: pred of shape {pred.shape} must be (batch, "
                              f"classes) with batch = {label.size} labels")
+        label = _class_ids(label, pred.shape[1], self.name)
         prob = pred[numpy.arange(label.size), label].astype(numpy.float64)
         return float(-numpy.log(prob + self.eps).sum()), label.size
 
@@ -658,7 +667,9 @@ class AUC(EvalMetric):
         y = numpy.concatenate([lab for lab, _ in seen])
         s = numpy.concatenate([score for _, score in seen])
         n_pos, n_neg = int(y.sum()), int((~y).sum())
-        if n_pos == 0 or n_neg == 0:
+        # a NaN score has no rank: the area is NaN (sorting would put it last, as the
+        # highest score, and could report a perfect 1.0)
+        if n_pos == 0 or n_neg == 0 or numpy.isnan(s).any():
             return float("nan")
         order = numpy.argsort(s)  # (any order of ties: each run of them gets one rank)
         ranks = numpy.empty(len(s))

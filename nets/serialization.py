@@ -10,12 +10,15 @@ over the target, so an interrupted save leaves the previous file intact.
 ``save``/``load`` are MXNet's ``nd.save``/``nd.load`` over this format (a list or a dict of
 arrays of any storage types).
 """
+import errno
 import json
 import math
 import os
 import secrets
+import stat
 import zipfile
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,7 +27,8 @@ from .arrays.csr import CSRNDArray
 from .arrays.dense import NDArray
 from .arrays.row_sparse import RowSparseNDArray
 
-__all__ = ["save_arrays", "load_arrays", "save", "load", "write_atomically", "check_stored"]
+__all__ = ["save_arrays", "load_arrays", "save", "load", "write_atomically", "check_stored",
+           "Declared"]
 
 _CONFIG = "__nets_config__"
 _FORMAT = "nets-npz-1"
@@ -67,7 +71,13 @@ def write_atomically(path, write):
     killed mid-write (SIGKILL, power loss) leaves the previous file whole but may leave its
     temporary file, ``<path>.<pid>.<random>.tmp``, which nothing removes. The new file is a
     new inode: it takes the default permissions (``0o666`` less the umask), and a symlink at
-    ``path`` is replaced by it rather than written through."""
+    ``path`` is replaced by it rather than written through.
+
+    A ``path`` that is a directory, and a write the system refuses (a full disk, a file
+    size limit, an I/O error), raise ``NetsError`` naming ``path`` and the reason; the
+    previous file is kept."""
+    if os.path.isdir(path):
+        raise NetsError(f"{path}: is a directory; give a file name to write")
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
@@ -79,16 +89,47 @@ def write_atomically(path, write):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.remove(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS:
+            raise NetsError(f"{path}: cannot write ({e.strerror}); the previous file, if "
+                            f"any, is unchanged") from None
         raise
 
 
-def load_arrays(path):
+# the errors a write reports when the system refuses it (not a bug of the caller's)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS,
+                 errno.EACCES, errno.EPERM, errno.EISDIR}
+
+
+class Declared(NamedTuple):
+    """What a file's config declares of one array, known before any of its values are
+    read: ``load_arrays``' ``check`` gets one per array."""
+    name: str
+    stype: str
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def nbytes(self):
+        """The bytes of the array's values if it were dense (an upper bound for a sparse
+        array's stored values)."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+def load_arrays(path, check=None):
     """Read a file written by ``save_arrays``: returns ``({name: array}, config)``.
+
+    ``check(config, declared)``, when given, is called once the config entry is read and
+    before any array's values are: ``declared`` is ``{name: Declared}`` (each array's
+    storage type, shape and dtype as the file declares them). It raises to refuse the file,
+    so a caller that knows what it expects (a model's parameter shapes) refuses a
+    mismatched or oversized file before a byte of it is inflated. Only regular files are
+    read: a device, a pipe or a directory raises ``NetsError`` (an archive is read by
+    seeking; an endless stream would be read whole).
 
     Everything is checked before memory is allocated for it, so a truncated, hostile or
     mismatched file raises ``NetsError`` naming the file and what is wrong, and no other
@@ -112,8 +153,12 @@ def load_arrays(path):
     """
     path = os.fspath(path)
     try:
+        mode = os.stat(path).st_mode  # (before open: opening a FIFO would wait for a writer)
+        if not stat.S_ISREG(mode):
+            raise NetsError(f"{path}: not a regular file ({_file_kind(mode)}); nets reads "
+                            f"arrays from .npz files only")
         with open(path, "rb") as f, zipfile.ZipFile(f) as z:
-            return _read_archive(path, z, os.fstat(f.fileno()).st_size)
+            return _read_archive(path, z, os.fstat(f.fileno()).st_size, check)
     except NetsError:
         raise
     except FileNotFoundError:
@@ -125,6 +170,13 @@ def load_arrays(path):
         # (zipfile raises these on a damaged archive; NotImplementedError and
         # RuntimeError on an unsupported or encrypted member)
         raise NetsError(f"{path}: not a readable nets .npz file ({_first_line(e)})") from None
+
+
+def _file_kind(mode):
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a pipe"),
+             (stat.S_ISSOCK, "a socket")]
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
 
 
 def _first_line(error):
@@ -143,7 +195,7 @@ def _shape_text(shape, unknown="nnz"):
     return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
-def _read_archive(path, z, size):
+def _read_archive(path, z, size, check):
     infos = z.infolist()
     members = {i.filename: i for i in infos}
     if len(members) != len(infos):
@@ -168,6 +220,9 @@ def _read_archive(path, z, size):
     except NetsError as e:
         raise NetsError(f"{path}: corrupt nets config entry ({e})") from None
     header = _parse_config(path, text)
+    if check is not None:
+        check(header["config"], {name: Declared(name, m["stype"], m["shape"], m["dtype"])
+                                 for name, m in header["arrays"].items()})
     wanted = {}
     for name, m in header["arrays"].items():
         for part in _PARTS[m["stype"]]:

@@ -82,7 +82,7 @@ if limit:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
         save(target, obj)
-    except OSError as e:
+    except nets.NetsError as e:
         print('write failed:', e)
         sys.exit(3)
     sys.exit(0)
@@ -179,7 +179,8 @@ def test_a_write_failing_part_way_leaves_the_previous_file(tmp_path, kind):
     proc = _child([WRITERS[kind] + RUN, target, str(1 << 20), str(256 << 10)])
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 3, out.decode() + err.decode()
-    assert "write failed" in out.decode()
+    # a one-line NetsError naming the file and the system's reason, not a raw OSError
+    assert f"write failed: {target}: cannot write (File too large)" in out.decode()
     with open(target, "rb") as f:
         assert f.read() == good
     assert_only_target(str(tmp_path), target, allow_stale_tmp=False)

@@ -7,7 +7,7 @@ implementation densify only through the registry's fallback, which warns.
 import numpy as np
 
 from ..base import INDEX_DTYPE, RECORDER, NetsError, ShapeError, SparseFormatError, as_dtype
-from .dense import NDArray
+from .dense import NDArray, unpickled_state
 
 
 def as_index(values, name):
@@ -134,10 +134,18 @@ class BaseSparseNDArray(NDArray):
         return [self._data] + [getattr(self, p) for p in self._parts]
 
     def __setstate__(self, state):
-        self._data, *parts = state["buffers"]
+        """Install a pickled state only after the full format check every validating
+        builder runs (kernels trust the indices; a damaged payload must not reach them)."""
+        what = type(self).__name__
+        buffers, shape, ctx = unpickled_state(state, 1 + len(self._parts), what)
+        try:
+            self._validate(*buffers, shape=shape, full_check=True)
+        except NetsError as e:
+            raise SparseFormatError(f"unpickling a {what}: {e}") from None
+        self._data, *parts = buffers
         for name, value in zip(self._parts, parts):
             setattr(self, name, value)
-        self._shape, self._ctx = tuple(state["shape"]), state["ctx"]
+        self._shape, self._ctx = shape, ctx
 
     def detach(self):
         return type(self)(self._data, *[getattr(self, p) for p in self._parts],

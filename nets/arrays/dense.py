@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
-from ..base import RECORDER, NetsError, ShapeError, as_dtype, cpu, current_context
+from ..base import (INDEX_DTYPE, RECORDER, Context, DTypeError, NetsError, ShapeError,
+                    SparseFormatError, as_dtype, check_dtype, cpu, current_context,
+                    normalize_shape)
 from . import aligned
 
 _CPU = cpu()
@@ -254,8 +256,45 @@ class NDArray:
         return {"buffers": self._buffers(), "shape": tuple(self.shape), "ctx": self._ctx}
 
     def __setstate__(self, state):
-        self._np = aligned.copy(state["buffers"][0])
-        self._ctx = state["ctx"]
+        """Install a pickled state after the checks every constructor makes (a pickle may
+        come from another process or a damaged payload): ``SparseFormatError`` names what
+        is wrong, and nothing of the state is kept."""
+        buffers, shape, ctx = unpickled_state(state, 1, type(self).__name__)
+        values = buffers[0]
+        if values.shape != shape:
+            raise SparseFormatError(f"unpickling an NDArray: its values have shape "
+                                    f"{values.shape}, its state says {shape}")
+        self._np = aligned.copy(values)
+        self._ctx = ctx
+
+
+def unpickled_state(state, count, what):
+    """``(buffers, shape, ctx)`` of a pickled array state ``{"buffers": [count numpy arrays
+    of a supported dtype], "shape": non-negative ints, "ctx": Context}``, or
+    ``SparseFormatError`` naming the class and the first bad part."""
+    where = f"unpickling a {what}"
+    if not isinstance(state, dict) or set(state) != {"buffers", "shape", "ctx"}:
+        raise SparseFormatError(f"{where}: the state is not a dict with keys 'buffers', "
+                                f"'shape', 'ctx' (got {type(state).__name__})")
+    buffers = state["buffers"]
+    if not isinstance(buffers, (list, tuple)) or len(buffers) != count or not all(
+            type(b) is np.ndarray for b in buffers):
+        raise SparseFormatError(f"{where}: 'buffers' must be {count} numpy arrays")
+    try:
+        check_dtype(buffers[0].dtype, f"{where}: its values")
+    except DTypeError as e:
+        raise SparseFormatError(str(e)) from None
+    if any(b.dtype != INDEX_DTYPE for b in buffers[1:]):
+        raise SparseFormatError(f"{where}: index buffers must be {INDEX_DTYPE}, got "
+                                f"{[str(b.dtype) for b in buffers[1:]]}")
+    try:
+        shape = normalize_shape(state["shape"])
+    except NetsError as e:
+        raise SparseFormatError(f"{where}: {e}") from None
+    if not isinstance(state["ctx"], Context):
+        raise SparseFormatError(f"{where}: 'ctx' is a {type(state['ctx']).__name__}, not a "
+                                f"Context")
+    return list(buffers), shape, state["ctx"]
 
 
 __all__ = ["NDArray"]
