@@ -33,8 +33,10 @@ The implementation creates the operator with ``create_operator(ctx, in_shapes,
 in_dtypes)`` (the shapes and dtypes of every input, states included), allocates zeros of
 the inferred shape, dtype and storage type for each output and calls ``forward(is_train,
 req=['write', ...], in_data, out_data, aux)``. The vjp calls ``backward(req, out_grad,
-in_data, out_data, in_grad, aux)`` on the operator
-instance that ran the forward (state it kept is there), with zeros allocated for each
+in_data, out_data, in_grad, aux)`` on the operator instance that ran the call's forward
+(state it kept is there): the call's autograd node holds that instance (``node.saved``)
+and lets it go with the graph, so two calls keep separate instances and no table
+outlives them. It gets zeros allocated for each
 ``in_grad`` in its declared storage type and ``req`` 'write' for each input that wants a
 gradient, 'null' for the others (integer labels, constants). ``out_grad``, ``in_data`` and
 ``out_data`` hold the arrays ``declare_backward_dependency`` names and None for the others
@@ -47,14 +49,12 @@ An exception raised by user code (the Prop's constructor or methods, ``forward``
 ``backward``) surfaces as ``NetsError`` naming the ``op_type`` and the method, chained to
 the original.
 """
-import weakref
-
 import numpy as np
 
 from .base import RECORDER, TRAINING, NetsError, current_context
 from .arrays.creation import zeros
 from .arrays.dense import NDArray
-from .ops.registry import REQUIRED, Op
+from .ops.registry import REQUIRED, Op, save_for_backward
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom",
            "bind_custom"]
@@ -151,7 +151,6 @@ class CustomOpProp:
 
 _REGISTRY = {}  # op_type -> CustomOpProp subclass
 _PROPS = {}     # (op_type, params) -> the Prop instance built from them
-_LIVE = {}      # id(value buffer of a recorded call's first output) -> its CustomOp
 
 
 def register(reg_name):
@@ -301,12 +300,6 @@ def _(*stypes, op_type, params):
     return tuple(ret[3]) + (None,) * len(aux)  # (auxiliary states get no gradient)
 
 
-def _buffer(x):
-    """The value buffer ``x`` shares with every ``detach()`` of it (and so with the copy of
-    it a recorded node keeps)."""
-    return x._np if x.stype == "default" else x._data
-
-
 def _operator(prop, op_type, inputs):
     ctx = inputs[0].context if inputs else current_context()
     return _user(op_type, "create_operator", prop.create_operator, ctx,
@@ -338,10 +331,8 @@ def _(*inputs, op_type, params):
     with _Paused():
         _user(op_type, "forward", op.forward, TRAINING.get(), ["write"] * len(outs), args,
               outs, aux)
-    if recording and outs:  # the vjp finds the instance by the output it computed
-        buf = _buffer(outs[0])
-        _LIVE[id(buf)] = op
-        weakref.finalize(buf, _LIVE.pop, id(buf), None)
+    if recording:  # the call's node keeps the instance for backward (node.saved)
+        save_for_backward(custom_op, op)
     return tuple(outs)
 
 
@@ -349,9 +340,7 @@ def _(*inputs, op_type, params):
 def _(node, *out_grads):
     op_type, params = node.attrs["op_type"], node.attrs["params"]
     prop = _prop(op_type, params)
-    op = _LIVE.get(id(_buffer(node.outputs[0])))
-    if op is None:
-        op = _operator(prop, op_type, node.inputs)
+    op = node.saved  # the instance that ran this call's forward
     stypes = custom_op.infer_grad_stype(*[x.stype for x in node.inputs], op_type=op_type,
                                         params=params)
     args, aux = _split(prop, op_type, node.inputs)

@@ -1,5 +1,7 @@
 """nets.operator: Python-defined operators (CustomOp / CustomOpProp / register) run
 imperatively through nd.Custom, checked against numpy and numeric gradients."""
+import weakref
+
 import numpy as np
 import pytest
 
@@ -253,3 +255,66 @@ def test_shape_and_dtype_declared_by_the_prop():
         y = nd.Custom(x, op_type="test_count_positive")
     y.backward()
     assert x.grad.asnumpy().tolist() == [[0.0] * 3] * 2
+
+
+class Tagged(CustomOp):
+    """y = k * x with k = sum(x) fixed by the forward on the instance (treated as a constant
+    by backward): state only the instance that ran the call's forward holds."""
+
+    made = []  # a weak reference to every instance
+
+    def __init__(self):
+        super().__init__()
+        Tagged.made.append(weakref.ref(self))
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.k = float(in_data[0].asnumpy().sum())
+        self.assign(out_data[0], req[0], in_data[0] * self.k)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0] * self.k)
+
+
+@register("test_tagged")
+class TaggedProp(CustomOpProp):
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Tagged()
+
+
+def test_interleaved_calls_of_one_operator_keep_their_own_state():
+    rng = np.random.default_rng(3)
+    x1, x2 = nd.array(rng.normal(size=(2, 3))), nd.array(rng.normal(size=(2, 3)))
+    for x in (x1, x2):
+        x.attach_grad()
+    with autograd.record():
+        y1 = nd.Custom(x1, op_type="test_tagged")
+        y2 = nd.Custom(x2, op_type="test_tagged")
+    y2.backward()  # the second call first: each backward reads its own call's k
+    y1.backward()
+    for x, y in ((x1, y1), (x2, y2)):
+        k = x.asnumpy().sum()
+        assert_almost_equal(y, k * x.asnumpy())
+        assert_almost_equal(x.grad, np.full(x.shape, k))
+
+
+def _module_tables():
+    return {name: len(v) for name, v in vars(nets.operator).items()
+            if isinstance(v, (dict, list, set))}
+
+
+def test_per_call_state_lives_on_the_node_and_goes_with_it():
+    x = nd.ones((2, 2))
+    x.attach_grad()
+    tables = _module_tables()
+    Tagged.made.clear()
+    nd.Custom(x, op_type="test_tagged")  # not recorded: nothing keeps the instance
+    assert Tagged.made[0]() is None
+    Tagged.made.clear()
+    with autograd.record():
+        ys = [nd.Custom(x, op_type="test_tagged") for _ in range(200)]
+    assert all(r() is not None for r in Tagged.made) and len(Tagged.made) == 200
+    assert _module_tables() == tables  # no module-level table grows with the calls
+    ys[0].backward()  # a backward without retain_graph frees its node and the instance
+    assert Tagged.made[0]() is None and Tagged.made[1]() is not None
+    del ys  # the graphs go with their outputs, and the instances with them (no cycle)
+    assert all(r() is None for r in Tagged.made)

@@ -49,7 +49,9 @@ Register a vector-Jacobian product beside the operator::
   output values (arrays sharing the outputs' buffers, in the outputs' storage
   types). Do not modify any of them. A formula that uses an output reads it as
   ``node.output(k)``: linked to the node under ``create_graph``, so second
-  derivatives see it as a function of the inputs.
+  derivatives see it as a function of the inputs. ``node.saved``: what the
+  implementation kept for this call's vjp with ``ops.registry.save_for_backward``
+  (None when it kept nothing), released with the node.
 - ``out_grads``: one gradient per output, each of that output's shape and dtype.
   An output that no gradient reached gets zeros of its storage type (an empty
   sparse array when sparse), so a vjp never sees None. Gradients may arrive in any

@@ -14,7 +14,7 @@ the last output frees its graph at once, without waiting for the cycle collector
 import itertools
 
 from ..base import RECORDER, TRAINING, NetsError
-from ..ops.registry import Op
+from ..ops.registry import Op, take_saved
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training"]
@@ -30,15 +30,19 @@ class Node:
     constant. ``seq`` increases with creation, so it orders nodes topologically.
     ``versions`` holds the ``version`` of each input and output when recorded: the vjp
     reads their values, so the engine refuses to run it once one was written since
-    (``check_versions``). ``free()`` drops everything; a freed node has ``parents is None``.
+    (``check_versions``). ``saved`` holds what the operator's implementation kept for the
+    vjp (``ops.registry.save_for_backward``; None when it kept nothing): per-call state lives
+    on the node, and goes with it. ``free()`` drops everything; a freed node has ``parents
+    is None``.
     """
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "versions")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "versions", "saved")
 
-    def __init__(self, op, inputs, attrs, outputs, parents):
+    def __init__(self, op, inputs, attrs, outputs, parents, saved=None):
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
         self.versions = _versions(inputs + outputs)
+        self.saved = saved
 
     def check_versions(self):
         """Raise when an input or output was written in place since this node was recorded
@@ -85,7 +89,7 @@ class Node:
             release = getattr(self.op, "release", None)
             if release is not None:
                 release()
-        self.op = self.inputs = self.attrs = self.outputs = self.parents = None
+        self.op = self.inputs = self.attrs = self.outputs = self.parents = self.saved = None
 
     def __repr__(self):
         name = "freed" if self.parents is None else getattr(self.op, "name", self.op)
@@ -99,6 +103,7 @@ def _versions(arrays):
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
+    saved = take_saved(op)  # (taken even when nothing is recorded: it belongs to this call)
     parents, wanted = [], False
     for x in inputs:  # where the gradient of each goes: (node, k), the leaf itself, or None
         if x is not None:
@@ -121,7 +126,7 @@ def record_node(op, inputs, attrs, outputs):
                 raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its "
                                 f"input object as an output; while recording, outputs must be "
                                 f"new arrays")
-    node = Node(op, inputs, attrs, tuple([o.detach() for o in outputs]), parents)
+    node = Node(op, inputs, attrs, tuple([o.detach() for o in outputs]), parents, saved)
     for k, o in enumerate(outputs):
         o._node = (node, k)
     return node

@@ -9,7 +9,7 @@ from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from .registry import Op
-from .shape import reshape
+from .reshaping import reshape
 
 __all__ = ["dot"]
 
@@ -53,7 +53,7 @@ Every combination runs natively and no sparse operand is densified: ``csr . dens
 ``dense . csr`` reuses them through ``a . b = (b.T . a.T).T``; ``csr . csr`` is scipy; a
 row_sparse operand is reduced to its stored rows, gathering or scattering the matching
 rows/columns of the other operand.
-""")
+""", entrywise=False)
 
 
 @dot.infer

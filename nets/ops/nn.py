@@ -11,8 +11,9 @@ from ..arrays.dense import NDArray
 from . import unary
 from .dot import _csr_dense_into, _matmul, dot
 from .elemwise import _sum_to, broadcast_mul, multiply
+from .indexing import _backward_take
 from .registry import REQUIRED, RECORDER, TRAINING, Op, same_shape
-from .shape import _backward_take, reshape
+from .reshaping import reshape
 from .sparse_ops import as_row_ids, cast_storage, take_rows
 from .unary import as_dense
 
@@ -41,7 +42,7 @@ Linear map ``y = x . weight^T + bias`` with MXNet's weight layout ``(num_hidden,
 must have one dtype (MXNet's rule); otherwise ``DTypeError`` names the mismatch (numpy
 would promote int64 data with a float32 weight to a float64 output whose gradient
 could not flow back).
-""" + _FUSED_DOC)
+""" + _FUSED_DOC, entrywise=False)
 
 
 @FullyConnected.shape
@@ -168,7 +169,7 @@ of one dtype: ``FullyConnectedSparse``'s computation as one operator, as
 output that the sparse kernel then adds into, so it costs no pass of its own. The
 gradients are ``dot``'s (row_sparse ``data^T . g`` for the weight when ``data`` is csr;
 none for csr data) and the batch sum of ``g`` for the bias. The output is dense.
-""" + _FUSED_DOC)
+""" + _FUSED_DOC, entrywise=False)
 
 
 @_dot_bias.shape
@@ -250,7 +251,7 @@ ids). ``weight`` may be dense or row_sparse (absent rows read as zeros, gathered
 without densifying). The output is dense and has the weight's dtype; ``dtype`` names
 the weight dtype (as in MXNet) and ``sparse_grad=True`` makes the weight gradient
 row_sparse.
-""")
+""", entrywise=False)
 
 
 @Embedding.shape

@@ -26,7 +26,7 @@ from ..base import NetsError, ShapeError
 from ..arrays.dense import NDArray
 from .elemwise import subtract
 from .registry import Op, same_shape
-from .shape import reshape
+from .reshaping import reshape
 from .sparse_ops import as_row_ids
 from .unary import as_dense, sign
 

@@ -36,7 +36,7 @@ from ..arrays.row_sparse import RowSparseNDArray
 from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide, elemwise_mul,
                        equal, maximum, multiply)
 from .registry import REQUIRED, RECORDER, Op, shape_attr
-from .shape import reshape
+from .reshaping import reshape
 from .unary import as_dense, sign
 
 __all__ = ["sum", "mean", "max", "min", "norm", "square_sum", "argmax", "argmin"]

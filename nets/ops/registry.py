@@ -57,7 +57,7 @@ from ..arrays.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
            "dense_results_expected", "storage_verbose", "set_storage_verbose", "log_storage",
-           "same_shape", "all_same_shape", "shape_attr"]
+           "same_shape", "all_same_shape", "shape_attr", "save_for_backward", "take_saved"]
 
 OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
@@ -142,6 +142,30 @@ class dense_results_expected:
         _DENSE_EXPECTED.reset(self._token)
 
 
+_SAVED = contextvars.ContextVar("nets_saved_for_backward", default=None)
+
+
+def save_for_backward(op, state):
+    """Keep ``state`` for the vjp of the call of ``op`` being computed: what it needs beyond
+    the node's inputs, outputs and attributes (a custom operator's Python object that ran
+    the forward). An implementation calls it only while recording; the recorder then puts
+    ``state`` on the call's node as ``node.saved``, so it lives exactly as long as the node.
+    It waits here from the implementation's return to the recorder's call, which follow
+    each other with no other recorded call between (``Op.__call__``, a cached graph's
+    step): one call's state per context at most, never a table."""
+    _SAVED.set((op, state))
+
+
+def take_saved(op):
+    """The state ``op``'s implementation kept for the call being recorded (None when it kept
+    none), taken away: the recorder calls it once for every node it makes."""
+    pending = _SAVED.get()
+    if pending is None:
+        return None
+    _SAVED.set(None)
+    return pending[1] if pending[0] is op else None
+
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nets
 
 
@@ -158,7 +182,8 @@ def _check_dense_result(name, inputs, outputs):
     """Warn when a dense output has the shape of a sparse input and is larger than every
     dense input: the operator materialised the sparse array's full size (``exp(csr)``,
     ``csr + 1``, ``broadcast_add(csr, row)``). Explicit conversions (``cast_storage``,
-    ``tostype``) are asked for and do not warn."""
+    ``tostype``) are asked for and do not warn; operators declared ``entrywise=False`` are
+    not asked (see ``Op``)."""
     if name == "cast_storage" or _DENSE_EXPECTED.get():
         return
     dense = max((x.size for x in inputs if x is not None and x.stype == "default"), default=0)
@@ -188,14 +213,19 @@ class Op:
     ``inputs`` names the array inputs in order: ``"bias?"`` is optional
     (defaults to None), ``"*data"`` takes any number. ``attrs`` maps attribute
     names to defaults (``inspect.Parameter.empty`` for required ones).
+    ``entrywise=False`` declares an operator whose output is not laid out like its inputs
+    (a product or a lookup: ``dot``, ``take``, ``Embedding``): a dense output that has a
+    sparse input's shape is then a coincidence of sizes, not that input densified, and
+    does not warn (``DenseResultWarning``).
     Calling the op: ``op(*inputs, *attrs, out=None, **attrs)``.
     """
 
-    def __init__(self, name, inputs=("data",), attrs=None, doc=None):
+    def __init__(self, name, inputs=("data",), attrs=None, doc=None, entrywise=True):
         if name in OPS:
             raise NetsError(f"operator {name!r} is declared twice")
         OPS[name] = self
         self.name = name
+        self.entrywise = entrywise
         self.variadic = bool(inputs) and inputs[0].startswith("*")
         self.inputs = tuple(i.strip("*?") for i in inputs)
         self.optional = frozenset(i.strip("?") for i in inputs if i.endswith("?"))
@@ -433,7 +463,8 @@ class Op:
               any(r.stype != s for r, s in zip(outputs, out_stypes))):
             raise NetsError(f"internal: {self.name} on {stypes} returned stypes "
                             f"{tuple(r.stype for r in outputs)}, its inference says {out_stypes}")
-        elif ("csr" in stypes or "row_sparse" in stypes) and "default" in out_stypes:
+        elif (self.entrywise and ("csr" in stypes or "row_sparse" in stypes)
+              and "default" in out_stypes):
             _check_dense_result(self.name, inputs, outputs)
         if _VERBOSE:
             log_storage(self.name, stypes, tuple(o.stype for o in outputs))

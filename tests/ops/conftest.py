@@ -1,8 +1,11 @@
 """Fixtures shared by the operator tests."""
+import contextlib
+
 import numpy as np
 import pytest
 
 from nets.arrays import CSRNDArray, RowSparseNDArray
+from nets.base import DenseResultWarning
 
 
 @pytest.fixture
@@ -19,3 +22,10 @@ def dense_values(x):
     out = np.zeros(x.shape, x.dtype)
     x._scatter_into(out)
     return out
+
+
+def dense_result(expected):
+    """The context of a call the test means to give a dense result the full size of a
+    sparse input (``exp(csr)``, ``csr + 1``): ``pytest.warns(DenseResultWarning)`` when
+    ``expected``, else none (the suite fails on an unexpected one)."""
+    return pytest.warns(DenseResultWarning) if expected else contextlib.nullcontext()

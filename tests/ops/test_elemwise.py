@@ -6,6 +6,7 @@ import nets
 from nets import nd
 from nets.base import ShapeError
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
+from tests.ops.conftest import dense_result
 
 STYPES = ("default", "csr", "row_sparse")
 DTYPES = (np.float32, np.float64)
@@ -183,7 +184,9 @@ def test_sparse_with_broadcast_dense_is_native(name, dshape, stype):
     d = dense(dshape)
     for a, b in ((s, d), (d, s)):
         stype_out, _ = expected_storage(name, a.stype, b.stype)
-        check(getattr(nd, name)(a, b), expected(name, a, b, stype_out), stype_out)
+        with dense_result(stype_out == "default"):
+            out = getattr(nd, name)(a, b)
+        check(out, expected(name, a, b, stype_out), stype_out)
 
 
 @pytest.mark.parametrize("density", DENSITIES)
@@ -265,7 +268,9 @@ def test_scalar_both_sides(name, stype, scalar, dtype):
         stype_out, falls_back = scalar_storage(f, stype)
         with np.errstate(all="ignore"):
             want = np.asarray(f(xn)).astype(dtype)
-        check(run(getattr(nd, name), falls_back, *args), want, stype_out)
+        with dense_result(stype_out != stype and not falls_back):
+            out = run(getattr(nd, name), falls_back, *args)
+        check(out, want, stype_out)
 
 
 @pytest.mark.parametrize("expr, stype, out_stype", [
@@ -279,7 +284,8 @@ def test_scalar_both_sides(name, stype, scalar, dtype):
 ])
 def test_scalar_storage_rules(expr, stype, out_stype):
     x = rand_ndarray(SHAPE, stype, 0.5)
-    out = expr(x)
+    with dense_result(out_stype != stype):
+        out = expr(x)
     assert out.stype == out_stype
     assert_almost_equal(out, np.asarray(expr(x.asnumpy())).astype(np.float32))
 

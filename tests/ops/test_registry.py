@@ -10,6 +10,7 @@ import nets
 from nets import autograd, nd, sym
 from nets.base import DenseResultWarning, ShapeError
 from nets.ops import registry
+from nets.test_utils import assert_almost_equal, rand_ndarray
 
 
 @pytest.fixture
@@ -137,3 +138,26 @@ def test_dense_result_of_a_sparse_input_warns_once_in_forward_not_in_backward():
             with autograd.record():
                 y = nd.exp(r)  # warned here, in the forward pass ...
         y.backward()  # ... and not again by the gradient computation
+
+
+def test_products_and_lookups_with_a_sparse_input_s_shape_do_not_warn():
+    """Operators declared ``entrywise=False``: an output that happens to have a sparse
+    input's shape is not that input densified (a product of square operands, a
+    FullyConnected as wide as its input, as many ids as table rows)."""
+    rng = np.random.default_rng(0)
+    csr, batch = rand_ndarray((4, 4), "csr", 0.5), rand_ndarray((8, 4), "csr", 0.5)
+    rsp = rand_ndarray((4, 4), "row_sparse", 0.5)
+    w = nd.array(rng.standard_normal((4, 4)), dtype="float32")
+    ids = rng.integers(0, 4, size=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DenseResultWarning)
+        results = [
+            (nd.dot(csr, rsp), csr.asnumpy() @ rsp.asnumpy()),
+            (nd.FullyConnected(batch, w, num_hidden=4, no_bias=True),
+             batch.asnumpy() @ w.asnumpy().T),
+            (nd.take(rsp, nd.array(ids)), rsp.asnumpy()[ids]),
+            (nd.Embedding(nd.array(ids), rsp, input_dim=4, output_dim=4), rsp.asnumpy()[ids]),
+        ]
+    for out, want in results:
+        assert out.stype == "default"
+        assert_almost_equal(out, want, rtol=1e-5, atol=1e-6)

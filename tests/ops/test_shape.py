@@ -1,10 +1,12 @@
 """Shape operators against numpy, dense and sparse, with their storage rules."""
+import warnings
+
 import numpy as np
 import pytest
 
 import nets
 from nets import nd
-from nets.base import NetsError, ShapeError
+from nets.base import DenseResultWarning, NetsError, ShapeError
 from nets.test_utils import DENSITIES, rand_ndarray
 
 DTYPES = (np.float32, np.float64)
@@ -378,6 +380,19 @@ def test_take_row_sparse(shape, axis, density, dtype):
     idx = np.array([[0, 5], [3, 3], [1, 2]])
     check(nd.take(a, nd.array(idx), axis=axis),
           np.take(a.asnumpy(), idx, axis=axis, mode="clip"), "default")
+
+
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_take_row_sparse_with_as_many_ids_as_rows_is_no_dense_result(density, dtype):
+    """An output of the table's own shape is a gather of the rows asked for, not the table
+    densified: no DenseResultWarning."""
+    a = rand_ndarray((6, 3), "row_sparse", density, dtype)
+    idx = np.random.randint(0, 6, size=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DenseResultWarning)
+        out = nd.take(a, nd.array(idx, dtype="int64"))
+    check(out, a.asnumpy()[idx], "default")
 
 
 def test_take_sparse_indices_fall_back():

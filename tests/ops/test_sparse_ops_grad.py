@@ -5,6 +5,7 @@ import pytest
 
 from nets import autograd, nd
 from nets.test_utils import assert_almost_equal, check_numeric_gradient, rand_ndarray
+from tests.ops.conftest import dense_result
 
 STYPES = ["default", "csr", "row_sparse"]
 
@@ -67,6 +68,8 @@ def test_add_n_passes_the_gradient_as_is():
 @pytest.mark.parametrize("op", [nd.zeros_like, nd.ones_like])
 def test_like_ops_have_zero_gradient(op, stype):
     x = rand_ndarray((3, 4), stype, 0.5)
-    check_numeric_gradient(op, [x], [stype])
+    with dense_result(op is nd.ones_like and stype != "default"):
+        check_numeric_gradient(op, [x], [stype])
     # beside a term that does depend on x: only that term's gradient arrives
-    check_numeric_gradient(lambda x: nd.add_n(x, op(x)), [x], ["default"])
+    with dense_result(op is nd.ones_like and stype != "default"):
+        check_numeric_gradient(lambda x: nd.add_n(x, op(x)), [x], ["default"])

@@ -9,6 +9,7 @@ import nets
 from nets import nd
 from nets.base import NetsError
 from nets.test_utils import DENSITIES, assert_almost_equal, rand_ndarray
+from tests.ops.conftest import dense_result
 
 DTYPES = (np.float32, np.float64)
 SHAPE = (5, 4)
@@ -79,7 +80,9 @@ def test_unary_table(name, stype, density, dtype):
     x = rand_ndarray(SHAPE, stype, density, dtype, distribution=dist)
     before = x.asnumpy()
     out_stype, falls_back = expected_storage(name, stype)
-    check(call(getattr(nd, name), falls_back, x), oracle(name, before), out_stype)
+    with dense_result(out_stype != stype and not falls_back):
+        out = call(getattr(nd, name), falls_back, x)
+    check(out, oracle(name, before), out_stype)
     assert np.array_equal(x.asnumpy(), before)  # the input is untouched
 
 
@@ -89,7 +92,9 @@ def test_special_values_match_numpy(name, stype):
     values = np.array([SPECIALS, SPECIALS[::-1]], dtype=np.float64)
     x = nd.array(values, dtype=values.dtype).tostype(stype)  # stored specials (no zeros among them)
     out_stype, falls_back = expected_storage(name, stype)
-    check(call(getattr(nd, name), falls_back, x), oracle(name, values), out_stype)
+    with dense_result(out_stype != stype and not falls_back):
+        out = call(getattr(nd, name), falls_back, x)
+    check(out, oracle(name, values), out_stype)
 
 
 def test_round_halves_away_from_zero():
@@ -115,8 +120,10 @@ def test_clip(a_min, a_max, stype, dtype):
     x = rand_ndarray(SHAPE, stype, 0.5, dtype)
     want = np.clip(x.asnumpy(), dtype(a_min), dtype(a_max))
     out_stype = stype if a_min <= 0 <= a_max else "default"
-    for out in (nd.clip(x, a_min, a_max), nd.clip(x, a_min=a_min, a_max=a_max),
-                x.clip(a_min, a_max)):
+    with dense_result(out_stype != stype):
+        outs = (nd.clip(x, a_min, a_max), nd.clip(x, a_min=a_min, a_max=a_max),
+                x.clip(a_min, a_max))
+    for out in outs:
         check(out, want, out_stype)
 
 
@@ -143,7 +150,8 @@ def test_fluent_methods_and_operators():
     assert_almost_equal(x.relu(), np.maximum(xn, 0))
     assert_almost_equal(-x, -xn)
     assert_almost_equal(abs(x), np.abs(xn))
-    assert (-x).stype == "csr" and x.sigmoid().stype == "default"
+    with dense_result(True):
+        assert (-x).stype == "csr" and x.sigmoid().stype == "default"
 
 
 def test_docs_state_storage_rules():
