@@ -19,13 +19,14 @@ from .parallel import get_num_threads, set_num_threads
 
 __version__ = "0.2.0"
 
-_SUBMODULES = ("arrays", "autograd", "callback", "data", "init", "kv", "layers", "loss",
-               "metric", "model", "module", "nd", "operator", "optim", "random", "symbol",
-               "test_utils", "utils")
+_SUBMODULES = ("arrays", "autograd", "callback", "data", "gluon", "init", "kv", "layers",
+               "loss", "metric", "model", "module", "nd", "operator", "optim", "random",
+               "symbol", "test_utils", "utils")
 # MXNet's other names of the same modules: `nets.sym`, `import nets.sym`, `from
-# nets.kvstore import ...`, `import nets.ndarray.sparse` reach the modules themselves
-_ALIASES = {"initializer": "init", "kvstore": "kv", "mod": "module", "ndarray": "nd",
-            "sym": "symbol"}
+# nets.kvstore import ...`, `import nets.ndarray.sparse`, `nets.io.LibSVMIter`,
+# `nets.optimizer.Adam` reach the modules themselves (so `mx.` -> `nets.` is the whole port)
+_ALIASES = {"initializer": "init", "io": "data", "kvstore": "kv", "mod": "module",
+            "ndarray": "nd", "optimizer": "optim", "sym": "symbol"}
 # submodules, their aliases and `Trainer`, imported on first use
 _LAZY = {**{name: (name, None) for name in _SUBMODULES},
          **{alias: (name, None) for alias, name in _ALIASES.items()},

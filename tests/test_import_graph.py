@@ -37,7 +37,7 @@ FLOORS = (
     ("optimization", ("optim/", "kv/")),
     ("models", ("layers/", "symbol/", "module/", "loss.py", "init.py", "metric.py", "utils.py")),
     ("training", ("trainer.py", "model.py", "callback.py")),
-    ("programs", ("data/", "cli.py", "__main__.py", "test_utils.py", "__init__.py")),
+    ("programs", ("data/", "gluon/", "cli.py", "__main__.py", "test_utils.py", "__init__.py")),
 )
 
 

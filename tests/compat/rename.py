@@ -1,4 +1,4 @@
-"""Mechanical MXNet -> nets renamer for the compat programs (issue 23's rules).
+"""Mechanical MXNet -> nets renamer for the compat programs.
 
 The rules, applied in this order to the whole program text (``\\b`` = word boundary):
 
@@ -6,23 +6,19 @@ The rules, applied in this order to the whole program text (``\\b`` = word bound
 pattern                                replacement                 why
 =====================================  ==========================  =====================
 ``\\bimport mxnet as mx\\b``            ``import nets``             the usual import
-``\\b(mx|mxnet)\\.gluon\\.nn\\b``        ``nets.layers``             Gluon layers
-``\\b(mx|mxnet)\\.gluon\\b``             ``nets``                    Gluon's other names
-                                                                   live at the top
-``\\b(mx|mxnet)\\.io\\b``                ``nets.data``               data iterators
-``\\b(mx|mxnet)\\.optimizer\\b``         ``nets.optim``              optimizers
-``\\bmx\\.``                            ``nets.``                   everything else keeps
+``\\bmx\\.``                            ``nets.``                   every name keeps
                                                                    its name
 ``\\bmxnet\\b``                         ``nets``                    ``import mxnet``,
                                                                    ``from mxnet.x ...``
 =====================================  ==========================  =====================
 
-So ``mx.kvstore`` -> ``nets.kvstore``, ``mx.mod`` -> ``nets.mod``, ``mx.sym`` ->
-``nets.sym``, ``mx.initializer`` -> ``nets.initializer``, ``mx.nd.sparse`` ->
-``nets.nd.sparse``, ``from mxnet.test_utils import *`` -> ``from nets.test_utils
-import *``. Nothing else changes: not argument names, not strings' other words, not
-the program's logic (``mx`` inside a longer identifier such as ``max_`` or ``mxu`` is
-untouched thanks to the word boundaries).
+So ``mx.gluon.nn`` -> ``nets.gluon.nn``, ``mx.io`` -> ``nets.io``, ``mx.optimizer`` ->
+``nets.optimizer``, ``mx.kvstore`` -> ``nets.kvstore``, ``from mxnet import gluon`` ->
+``from nets import gluon``: nets answers MXNet's module names (``nets.io`` is
+``nets.data``, ``nets.optimizer`` is ``nets.optim``, ``nets.gluon`` re-exports). Nothing
+else changes: not argument names, not strings' other words, not the program's logic
+(``mx`` inside a longer identifier such as ``max_`` or ``mxu`` is untouched thanks to the
+word boundaries).
 
 Usage: ``python tests/compat/rename.py PROGRAM.py [OUT.py]`` (stdout without OUT).
 """
@@ -31,10 +27,6 @@ import sys
 
 RULES = [
     (r"\bimport mxnet as mx\b", "import nets"),
-    (r"\b(?:mx|mxnet)\.gluon\.nn\b", "nets.layers"),
-    (r"\b(?:mx|mxnet)\.gluon\b", "nets"),
-    (r"\b(?:mx|mxnet)\.io\b", "nets.data"),
-    (r"\b(?:mx|mxnet)\.optimizer\b", "nets.optim"),
     (r"\bmx\.", "nets."),
     (r"\bmxnet\b", "nets"),
 ]

@@ -21,18 +21,26 @@ from rename import rename
     ("import mxnet as mx\n", "import nets\n"),
     ("from mxnet.test_utils import *", "from nets.test_utils import *"),
     ("import mxnet\n", "import nets\n"),
-    ("mx.io.LibSVMIter(x)", "nets.data.LibSVMIter(x)"),
-    ("mxnet.io.NDArrayIter", "nets.data.NDArrayIter"),
-    ("mx.gluon.nn.Dense(2)", "nets.layers.Dense(2)"),
-    ("mx.gluon.Trainer(p)", "nets.Trainer(p)"),
-    ("mx.optimizer.create('sgd')", "nets.optim.create('sgd')"),
+    ("mx.io.LibSVMIter(x)", "nets.io.LibSVMIter(x)"),
+    ("mxnet.io.NDArrayIter", "nets.io.NDArrayIter"),
+    ("mx.gluon.nn.Dense(2)", "nets.gluon.nn.Dense(2)"),
+    ("mx.gluon.Trainer(p)", "nets.gluon.Trainer(p)"),
+    ("mx.optimizer.create('sgd')", "nets.optimizer.create('sgd')"),
     ("mx.kvstore.create('local')", "nets.kvstore.create('local')"),
     ("mx.nd.sparse.csr_matrix", "nets.nd.sparse.csr_matrix"),
-    ("mx.iolike.f", "nets.iolike.f"),          # only the whole word `io` maps to data
     ("max_user = mxu.mx_id + max.x", "max_user = mxu.mx_id + max.x"),
 ])
 def test_rename_rules(src, want):
     assert rename(src) == want
+
+
+def test_the_renamed_module_names_are_nets_own_modules():
+    import nets
+    import nets.io
+    import nets.optimizer
+    from nets import gluon
+    assert nets.io is nets.data and nets.optimizer is nets.optim
+    assert gluon.nn.Dense is nets.layers.Dense and gluon.Trainer is nets.Trainer
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS) + [h[:-3] for h in HELPERS])

@@ -1,0 +1,4 @@
+"""``gluon.contrib``: ``gluon.contrib.nn`` (``SparseEmbedding``)."""
+from . import nn
+
+__all__ = ["nn"]

@@ -1,0 +1,3 @@
+"""``gluon.nn``: the names of ``nets.layers``."""
+from ..layers import *
+from ..layers import __all__
