@@ -12,12 +12,17 @@ the same way whatever their storage type: a gradient is fresh once ``backward``
 delivered into it and stale after an update used it; the Trainer neither clears nor
 zeroes gradients (``grad_req='write'`` overwrites them at the next ``backward``,
 ``'add'`` accumulates until ``zero_grad()``), as in MXNet.
+
+The optimizer keeps every parameter's state (``Trainer.optimizer.state``, keyed by the
+parameter's position in ``params``); the Trainer keeps none: it calls
+``Optimizer.step``.
 """
+from typing import Iterable, Optional, Union
+
 from . import autograd, optim
 from .base import NetsError
 from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
 from .optim.hyper import check_number
-from .optim.states import load_states, save_states
 
 __all__ = ["Trainer", "StaleGradientError"]
 
@@ -47,39 +52,54 @@ def _as_param_list(params):
 
 
 class Trainer:
-    """``Trainer(params, optimizer, optimizer_params=None, kvstore=None,
-    compression_params=None, update_on_kvstore=None)``: ``step(batch_size)`` after
-    ``backward()`` rescales gradients by ``1/batch_size`` and updates every parameter.
+    """Applies an optimizer to a set of parameters (MXNet Gluon's ``Trainer``):
+    ``step(batch_size)`` after ``backward()`` rescales gradients by ``1/batch_size`` and
+    updates every parameter.
 
-    ``optimizer`` is a name (``'sgd'``, ``'adam'``...) created with ``optimizer_params``,
-    or an ``Optimizer`` instance. Each parameter's ``lr_mult``/``wd_mult`` apply.
+    Parameters
+    ----------
+    params : ParameterDict, dict, list of Parameter or Parameter
+        The parameters to update (e.g. ``net.collect_params()``), each listed once. A
+        parameter's key in the optimizer (its ``state``, ``param_dict``) is its position
+        here; its ``lr_mult``/``wd_mult`` apply.
+    optimizer : str or Optimizer
+        A registered name (``'sgd'``, ``'adam'``...) created with ``optimizer_params``, or
+        an ``Optimizer`` instance (its ``param_dict`` becomes ``params``; the state it holds
+        is kept).
+    optimizer_params : dict, optional
+        The optimizer's constructor arguments when ``optimizer`` is a name (None with an
+        instance).
+    kvstore : str or KVStore, optional
+        None (no store), a store type name (``'local'``, ``'device'``) or a
+        ``nets.kv.KVStore``. A local type name gives a store only when one is needed
+        (row_sparse weights, ``update_on_kvstore=True``, compression): on one device there
+        is nothing to reduce. ``kvstore=None`` never has a store; row_sparse weights are
+        then updated in place, every row present (MXNet refused this case).
+    compression_params : dict, optional
+        Gradient compression for the store, ``{'type': '2bit', 'threshold': t}``.
+    update_on_kvstore : bool, optional
+        Whether the store updates the weights. None follows MXNet's table:
 
-    ``kvstore`` is None (no store), a store type name (``'local'``, ``'device'``) or a
-    ``nets.kv.KVStore``; ``compression_params`` (``{'type': '2bit', 'threshold': t}``) go
-    to the store. Which side updates the weights follows MXNet's table:
+        - row_sparse weights: the store (a type name creates it; ``False`` raises). Read
+          their rows with ``Parameter.row_sparse_data(row_id)``, which pulls them from
+          the store; ``data()`` holds the rows last pulled, kept up to date by ``step``
+          for the rows it changed;
+        - dense weights with row_sparse gradients: the Trainer, unless
+          ``update_on_kvstore`` says otherwise (a distributed store updates);
+        - dense weights and gradients: the store, unless ``update_on_kvstore=False``.
 
-    - row_sparse weights: the store (a type name creates it; ``update_on_kvstore=False``
-      raises). Read their rows with ``Parameter.row_sparse_data(row_id)``, which pulls
-      them from the store; ``data()`` holds the rows last pulled, kept up to date by
-      ``step`` for the rows it changed;
-    - dense weights with row_sparse gradients: the Trainer, unless ``update_on_kvstore``
-      says otherwise (a distributed store updates);
-    - dense weights and gradients: the store, unless ``update_on_kvstore=False``.
-
-    When the store updates, ``step`` pushes every fresh gradient in one call (one per
-    server) whose answer carries what the update changed, applied to the weights: a
-    dense weight with a row_sparse gradient moves only the changed rows and stays equal
-    to the store's (``nets.kv.training`` says what is exact, and what ``dist_async``
-    leaves stale).
-
-    A local type name gives a store only when one is needed (row_sparse weights,
-    ``update_on_kvstore=True``, compression): on one device there is nothing to reduce.
-    ``kvstore=None`` never has a store (``update_on_kvstore=True`` raises); row_sparse
-    weights are then updated in place, every row present (MXNet refused this case).
+        When the store updates, ``step`` pushes every fresh gradient in one call (one per
+        server) whose answer carries what the update changed, applied to the weights: a
+        dense weight with a row_sparse gradient moves only the changed rows and stays equal
+        to the store's (``nets.kv.training`` says what is exact, and what ``dist_async``
+        leaves stale). ``True`` without a store raises.
     """
 
-    def __init__(self, params, optimizer, optimizer_params=None, kvstore=None,
-                 compression_params=None, update_on_kvstore=None):
+    def __init__(self, params: Union[ParameterDict, dict, Iterable[Parameter], Parameter],
+                 optimizer: Union[str, "optim.Optimizer"],
+                 optimizer_params: Optional[dict] = None, kvstore=None,
+                 compression_params: Optional[dict] = None,
+                 update_on_kvstore: Optional[bool] = None):
         self._params = _as_param_list(params)
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, optim.Optimizer):
@@ -92,8 +112,6 @@ class Trainer:
             self._optimizer = optim.create(optimizer, param_dict=param_dict,
                                            **(optimizer_params or {}))
         self._scale = self._optimizer.rescale_grad
-        self._states = [None] * len(self._params)
-        self._created = [False] * len(self._params)  # (a state may be None: SGD's)
         self._kvstore, self._update_on_kvstore = self._resolve_store(
             kvstore, compression_params, update_on_kvstore)
         self._kv_pending = set(range(len(self._params)))  # parameters the store lacks
@@ -104,7 +122,7 @@ class Trainer:
                 self._kvstore.set_optimizer(self._optimizer)
                 for p in self._params:
                     if p.stype == "row_sparse":
-                        p._row_source = self._pull_rows
+                        p.set_row_source(self._pull_rows)
 
     def _resolve_store(self, kvstore, compression_params, update_on_kvstore):
         """``(store or None, update_on_kvstore)`` by MXNet's ``Trainer._init_kvstore``."""
@@ -169,17 +187,23 @@ class Trainer:
         self._kvstore.row_sparse_pull(i, out=param.data(), row_ids=row_id)
 
     @property
-    def optimizer(self):
+    def optimizer(self) -> "optim.Optimizer":
+        """The optimizer, which keeps every parameter's state (``optimizer.state``)."""
         return self._optimizer
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         """The optimizer's current learning rate."""
         return self._optimizer.learning_rate
 
-    def set_learning_rate(self, lr):
-        """Set the optimizer's learning rate, a finite number >= 0 (not allowed with an
-        lr_scheduler)."""
+    def set_learning_rate(self, lr: float) -> None:
+        """Set the optimizer's learning rate (not allowed with an lr_scheduler).
+
+        Parameters
+        ----------
+        lr : float
+            The new learning rate, a finite number ``>= 0``.
+        """
         self._optimizer.set_learning_rate(lr)
 
     def _rescale(self, batch_size):
@@ -191,10 +215,19 @@ class Trainer:
         if self._optimizer.rescale_grad != scale:  # (set, and checked again, on a change)
             self._optimizer.rescale_grad = scale
 
-    def step(self, batch_size, ignore_stale_grad=False):
+    def step(self, batch_size: float, ignore_stale_grad: bool = False) -> None:
         """``allreduce_grads()`` then ``update(batch_size)``; when the store updates the
-        weights, push each fresh gradient and pull the weight instead. ``batch_size``: a
-        finite number > 0, usually the batch's sample count."""
+        weights, push each fresh gradient and pull the weight instead.
+
+        Parameters
+        ----------
+        batch_size : float
+            Gradients are scaled by ``1/batch_size`` (times the optimizer's own
+            ``rescale_grad``): a finite number > 0, usually the batch's sample count.
+        ignore_stale_grad : bool
+            Skip the parameters whose gradient ``backward`` did not deliver since the last
+            step, instead of raising ``StaleGradientError`` (see ``update``).
+        """
         self._rescale(batch_size)
         if not self._update_on_kvstore:
             self.allreduce_grads()
@@ -207,8 +240,9 @@ class Trainer:
         for _, _, slot in fresh:
             slot.fresh = False
 
-    def allreduce_grads(self):
-        """Sum gradients through the store (nothing to do without one)."""
+    def allreduce_grads(self) -> None:
+        """Sum gradients through the store (nothing to do without one); not possible when
+        the store updates the weights."""
         if self._kvstore is None:
             return
         if self._update_on_kvstore:
@@ -220,14 +254,22 @@ class Trainer:
         kv_training.reduce_grads(self._kvstore, [(i, p.grad()) for i, p in
                                                  enumerate(self._params) if p.grad_req != "null"])
 
-    def update(self, batch_size, ignore_stale_grad=False):
-        """Update each parameter with its gradient rescaled by ``1/batch_size``.
+    def update(self, batch_size: float, ignore_stale_grad: bool = False) -> None:
+        """Update each parameter with its gradient rescaled by ``1/batch_size``
+        (``Optimizer.step``); not possible when the store updates the weights.
 
         A gradient that ``backward`` did not deliver since the last update is stale
         (MXNet's rule; dense and row_sparse alike): unless ``ignore_stale_grad``, any
         stale gradient raises ``StaleGradientError`` before a parameter is updated; with
         it, parameters with stale gradients are skipped. Each update makes the gradient
         it used stale.
+
+        Parameters
+        ----------
+        batch_size : float
+            A finite number > 0, usually the batch's sample count.
+        ignore_stale_grad : bool
+            Skip parameters with stale gradients instead of raising.
         """
         if self._update_on_kvstore:
             raise NetsError("update() is not possible when the store updates the weights "
@@ -240,11 +282,7 @@ class Trainer:
         """``update`` with the gradients' scale already set (``_rescale``)."""
         optimizer = self._optimizer
         for i, weight, slot in self._fresh(ignore_stale_grad):
-            if not self._created[i]:
-                self._states[i] = optimizer.create_state_multi_precision(i, weight)
-                self._created[i] = True
-            grad = slot.buffer
-            optimizer.update_multi_precision(i, weight, grad, self._states[i])
+            optimizer.step(i, weight, slot.buffer)
             slot.fresh = False
 
     def _fresh(self, ignore_stale_grad):
@@ -269,22 +307,34 @@ class Trainer:
         return out
 
     # -- states -------------------------------------------------------------------------
-    def save_states(self, fname):
-        """Save optimizer states (sparse ones stay sparse) and update counters; when the
-        store updates the weights, its states (the same file)."""
+    def save_states(self, fname: str) -> None:
+        """Save the optimizer's state (``nets.optim.save_states``: each parameter's state
+        arrays, sparse ones staying sparse, and update counts); when the store updates the
+        weights, the store's (the same file).
+
+        Parameters
+        ----------
+        fname : str
+            The file to write (nets' ``.npz`` format, read without pickle).
+        """
         if self._update_on_kvstore:
             self._init_store_values()
             self._kvstore.save_optimizer_states(fname)
             return
-        save_states(fname, self._optimizer, [p.name for p in self._params], self._states)
+        optim.save_states(fname, self._optimizer)
 
-    def load_states(self, fname):
-        """Load states saved by ``save_states`` for the same parameters and optimizer
-        (into the store when it updates the weights)."""
+    def load_states(self, fname: str) -> None:
+        """Load the states ``save_states`` saved for the same parameters and optimizer
+        class (into the store when it updates the weights).
+
+        Parameters
+        ----------
+        fname : str
+            A file ``save_states`` (or a store's ``save_optimizer_states``) wrote.
+        """
         if self._update_on_kvstore:
             self._init_store_values()
             self._kvstore.load_optimizer_states(fname)
             return
-        self._states = load_states(fname, self._optimizer, [p.name for p in self._params],
-                                   [p.data() for p in self._params])
-        self._created = [s is not None for s in self._states]  # None: made at the next step
+        optim.load_states(fname, self._optimizer,
+                          {i: p.data() for i, p in enumerate(self._params)})

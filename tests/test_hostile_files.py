@@ -620,7 +620,8 @@ def test_trainer_load_states_reads_a_valid_handmade_file(tmp_path, record, array
     path = _states_file(str(tmp_path / "s"), [p.name for p in params], record, arrays)
     trainer = nets.Trainer(net.collect_params(), "sgd", {"momentum": 0.9})
     trainer.load_states(path)
-    for p, state, key in zip(params, trainer._states, ("0/0", "1/0")):
+    states = [trainer.optimizer.state[i].state for i in (0, 1)]
+    for p, state, key in zip(params, states, ("0/0", "1/0")):
         assert state.shape == p.shape and state.dtype == np.float32
         np.testing.assert_array_equal(state.asnumpy(), arrays[key].astype(np.float32))
 

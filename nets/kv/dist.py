@@ -30,9 +30,9 @@ import copy
 import numpy as np
 
 from ..base import NetsError
+from ..arrays.creation import zeros
 from ..arrays.dense import NDArray
-from ..optim import Optimizer
-from ..optim.optimizer import Record
+from ..optim import Optimizer, Record, load_states, save_states
 from ..ops import add_n
 from ..ops.sparse_ops import unique_rows
 from .base import DIST_NAMES, KVStore, Pending, register
@@ -42,7 +42,6 @@ from .server import pack_tree, unpack_tree
 from . import transport
 from .shard import Layout, big_bound, cut, join, pack, unpack
 from .transport import Pool
-from .updater import Updater
 
 __all__ = ["DistKVStore"]
 
@@ -76,6 +75,7 @@ class DistKVStore(KVStore):
             from_environment(f"kv.create({name!r})")
         self._bound = big_bound()
         self._layouts = {}  # key -> Layout
+        self._kinds = {}  # key -> (dtype, stype) of its value: what its optimizer state is for
         self._rounds = {}  # key -> pushes of the key by this worker
         self._pending = []  # [(keys, call)]: push calls (see ``_invoke``) not yet waited for
         self._barriers = 0
@@ -172,6 +172,7 @@ class DistKVStore(KVStore):
         self._check_init(pairs)
         layouts = {key: Layout(key, array.shape, len(self._servers), self._bound)
                    for key, array in pairs}
+        self._kinds.update({key: (array.dtype, array.stype) for key, array in pairs})
         if self._rank == 0:
             items = {}
             for key, array in pairs:
@@ -186,6 +187,7 @@ class DistKVStore(KVStore):
     def _init_generated(self, specs):
         layouts = {key: Layout(key, shape, len(self._servers), self._bound)
                    for key, shape, _, _, _ in specs}
+        self._kinds.update({key: (dtype, "default") for key, _, dtype, _, _ in specs})
         if self._rank == 0:
             self._calls("init_generated", [
                 (server, (key, shape, dtype.str, initializer, seed, lo, hi))
@@ -367,53 +369,69 @@ class DistKVStore(KVStore):
     def set_gradient_compression(self, compression_params):
         self._compression = from_params(compression_params)
 
-    def _states_updater(self, what):
+    def _states_optimizer(self, what):
+        """A shallow copy of the optimizer, whose ``state`` is replaced (never changed in
+        place) by the servers' or a file's."""
         if self._optimizer is None:
             raise NetsError(f"{what}: the store has no optimizer; call set_optimizer first")
         self._wait_pushes()
-        return Updater(copy.copy(self._optimizer))
+        return copy.copy(self._optimizer)
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Gather every server's shard states into ``fname``: the file a single-process
         ``Trainer.save_states`` writes (MXNet 1.x refused this in distributed mode).
         ``dump_optimizer`` is accepted for MXNet's signature; the optimizer is not
         stored."""
-        updater = self._states_updater("save_optimizer_states")
+        opt = self._states_optimizer("save_optimizer_states")
         keys = list(self._layouts)
         refs = [(i, s.get_states.remote(keys)) for i, s in enumerate(self._servers)]
         by_server = gather(refs, "save_optimizer_states")
-        records = {}
+        state = {}
         for key in keys:
             layout = self._layouts[key]
             got = [(lo, by_server[s].get(key)) for s, lo, _ in layout.parts]
             if any(g is None for _, g in got):
-                continue  # not updated yet: no state (it is made at the key's first update)
-            updater.states[key] = _join_state([(lo, unpack_tree(g[0])) for lo, g in got],
-                                              layout.shape)
-            first = got[0][1][1]
-            if first is not None:
-                stamps = [g[1][2] for _, g in got]
-                records[key] = Record(first[0], first[1], None if stamps[0] is None
-                                      else np.concatenate(stamps))
-        updater.optimizer.records = records
-        updater.optimizer.num_update = max((r.step for r in records.values()), default=0)
-        updater.save(fname, keys)
+                continue  # not updated yet: no record (made at the key's first update)
+            (step, log_decay, _), stamps = got[0][1][1], [g[1][2] for _, g in got]
+            record = state[key] = Record(step, log_decay, None if stamps[0] is None
+                                         else np.concatenate(stamps))
+            if got[0][1][0] is not None:
+                record.set_state(_join_state([(lo, unpack_tree(g[0])) for lo, g in got],
+                                             layout.shape))
+        opt.state = state
+        opt.num_update = max((r.step for r in state.values()), default=0)
+        save_states(fname, opt)
 
     def load_optimizer_states(self, fname):
         """Read ``fname`` (written by ``save_optimizer_states`` here, by a local store, or
         by ``Trainer.save_states``) and give each server its shards' states."""
-        updater = self._states_updater("load_optimizer_states")
-        keys = list(self._layouts)
-        updater.load(fname, keys)
-        records = updater.optimizer.records
+        opt = self._states_optimizer("load_optimizer_states")
+        load_states(fname, opt, _Templates(self._layouts, self._kinds))
         items = [{} for _ in self._servers]
-        for key, state in updater.states.items():
-            r = records.get(key)
+        for key, r in opt.state.items():
+            if key not in self._layouts:
+                raise NetsError(f"load_optimizer_states: {fname} holds a state for key "
+                                f"{key!r}, which the store does not hold")
             for server, lo, hi in self._layouts[key].parts:
-                rec = None if r is None else (r.step, r.log_decay, None if r.stamps is None
-                                              else r.stamps[lo:hi])
-                items[server][key] = (pack_tree(_cut_state(state, lo, hi)), rec)
+                packed = pack_tree(_cut_state(r.state, lo, hi)) if r.has_state else None
+                items[server][key] = (packed, (r.step, r.log_decay, None if r.stamps is None
+                                               else r.stamps[lo:hi]))
         self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
+
+
+class _Templates:
+    """``{key: a zero array of the key's shape, dtype and storage type}``, made when
+    asked: what ``load_states`` checks a key's stored state against."""
+
+    def __init__(self, layouts, kinds):
+        self._layouts, self._kinds = layouts, kinds
+
+    def __contains__(self, key):
+        return key in self._layouts
+
+    def __getitem__(self, key):
+        dtype, stype = self._kinds[key]
+        return zeros(self._layouts[key].shape, dtype=dtype, stype=stype)
 
 
 def _segments(calls):

@@ -14,7 +14,7 @@ from ..ops.sparse_ops import stored_rows, unique_rows
 from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
-from .updater import Updater
+from ..optim import Updater, load_states, save_states
 
 __all__ = ["LocalKVStore"]
 
@@ -84,8 +84,8 @@ class LocalKVStore(KVStore):
         rows, or ``(None, copy of the whole value)`` when any row may have changed (a
         dense or non-lazy update, an ``_set_updater`` callable, no optimizer)."""
         value = self._values[key]
-        rows = self._updater.changed_rows(merged) if isinstance(self._updater, Updater) \
-            else None
+        rows = self._updater.optimizer.changed_rows(merged) \
+            if isinstance(self._updater, Updater) else None
         if rows is None:
             return None, value.copy()
         return rows, rows_of(value, rows)
@@ -123,17 +123,21 @@ class LocalKVStore(KVStore):
     def set_gradient_compression(self, compression_params):
         self._compression = from_params(compression_params)
 
-    def _optimizer_updater(self, what):
+    def _optimizer(self, what):
         if not isinstance(self._updater, Updater):
             raise NetsError(f"{what}: the store has no optimizer; call set_optimizer first")
-        return self._updater
+        return self._updater.optimizer
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
-        """Write the optimizer states of every key to ``fname`` - the file
-        ``Trainer.save_states`` writes (keys 0 .. n-1 are the parameters in order, named by
-        the optimizer's ``param_dict``). The optimizer itself is not stored
-        (``dump_optimizer`` is accepted for MXNet's signature): the loading side brings it."""
-        self._optimizer_updater("save_optimizer_states").save(fname, list(self._values))
+        """Write the optimizer's state (each key's, ``nets.optim.save_states``) to ``fname``
+        - the file ``Trainer.save_states`` writes (the Trainer's keys 0 .. n-1 are its
+        parameters in order, named by the optimizer's ``param_dict``). The optimizer itself
+        is not stored (``dump_optimizer`` is accepted for MXNet's signature): the loading
+        side brings it."""
+        save_states(fname, self._optimizer("save_optimizer_states"))
 
     def load_optimizer_states(self, fname):
-        self._optimizer_updater("load_optimizer_states").load(fname, self._values)
+        """Read a file ``save_optimizer_states`` or ``Trainer.save_states`` wrote into the
+        optimizer's state (each state checked against the one it makes for the key's
+        value)."""
+        load_states(fname, self._optimizer("load_optimizer_states"), self._values)

@@ -21,11 +21,10 @@ from ..base import NetsError
 from ..arrays import aligned
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
-from ..optim.optimizer import Record
+from ..optim import Record, Updater
 from .local import LocalKVStore
 from .shard import generate, pack, unpack
 from .transport import Maps
-from .updater import Updater
 
 __all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
 
@@ -313,25 +312,29 @@ class Server:
         return out
 
     def get_states(self, keys):
-        """``{key: (packed state, (step, log_decay, stamps) or None)}`` of the optimizer
-        for those of ``keys`` it updated."""
-        updater = self._updater("save_optimizer_states")
+        """``{key: (packed state or None, (step, log_decay, stamps))}``: the optimizer's
+        record of each of ``keys`` it updated (None: no state made, as ``Record.has_state``
+        False)."""
+        state = self._updater("save_optimizer_states").optimizer.state
         out = {}
         for key in keys:
-            if key in updater.states:
-                r = updater.optimizer.records.get(key)
-                out[key] = (pack_tree(updater.states[key]),
-                            None if r is None else (r.step, r.log_decay, r.stamps))
+            r = state.get(key)
+            if r is not None:
+                out[key] = (pack_tree(r.state) if r.has_state else None,
+                            (r.step, r.log_decay, r.stamps))
         return out
 
     def set_states(self, items):
-        """Replace the optimizer's states: ``{key: (packed state, record)}`` as
-        ``get_states`` returns them (keys absent start afresh)."""
-        updater = self._updater("load_optimizer_states")
-        opt = updater.optimizer
-        updater.states = {k: unpack_tree(s) for k, (s, _) in items.items()}
-        opt.records = {k: Record(*r) for k, (_, r) in items.items() if r is not None}
-        opt.num_update = max((r.step for r in opt.records.values()), default=0)
+        """Replace the optimizer's state by ``{key: (packed state or None, (step,
+        log_decay, stamps))}`` as ``get_states`` returns it (keys absent start afresh)."""
+        opt = self._updater("load_optimizer_states").optimizer
+        state = {}
+        for key, (packed, counts) in items.items():
+            record = state[key] = Record(*counts)
+            if packed is not None:
+                record.set_state(unpack_tree(packed))
+        opt.state = state
+        opt.num_update = max((r.step for r in state.values()), default=0)
 
     def _updater(self, what):
         if self.updater is None:

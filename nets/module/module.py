@@ -12,8 +12,14 @@ and come back as ``get_params()``'s ``aux_params``. Checkpoints are
 parameters and auxiliary states, nets' ``.npz`` format, keys ``arg:<name>`` and
 ``aux:<name>``); loading either never executes code.
 """
+from __future__ import annotations
+
+import logging
+import os
 import warnings
 from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,11 +31,21 @@ from ..kv import DIST_NAMES
 from ..kv.compression import from_params
 from ..kv import training as kv_training
 from ..arrays.creation import arange
-from ..optim.states import load_states, save_states
 from ..serialization import check_stored
 from ..symbol import Symbol
 from ..symbol.checkpoint import load_checkpoint, save_checkpoint
 from .base_module import BaseModule
+
+if TYPE_CHECKING:
+    from ..arrays import NDArray
+    from ..base import Context
+    from ..batch import DataBatch
+    from ..init import Initializer
+    from ..kv import KVStore
+    from ..metric import EvalMetric
+
+    #: data or label shapes: ``DataDesc``s or ``(name, shape)`` pairs
+    Shapes = Sequence[DataDesc | tuple[str, tuple[int, ...]]]
 
 __all__ = ["Module", "save_checkpoint", "load_checkpoint"]
 
@@ -67,10 +83,32 @@ class Module(BaseModule):
     the storage types ``simple_bind`` infers (row_sparse for ``dot(csr, w)``'s ``w`` or a
     sparse-gradient ``Embedding`` weight), and the optimizer updates a row_sparse
     gradient lazily: only its rows of the weight and of every state are touched.
+
+    Parameters
+    ----------
+    symbol : Symbol
+        The network (its outputs, e.g. ``SoftmaxOutput``, define the loss).
+    data_names : sequence of str, default ('data',)
+        The arguments fed from a batch's ``data``.
+    label_names : sequence of str, default ('softmax_label',)
+        The arguments fed from a batch's ``label`` (those the symbol lacks are ignored).
+    context : Context or list of one Context, optional
+        The device; default the current context.
+    fixed_param_names : sequence of str, optional
+        Parameters that get no gradient and no update.
+    logger : logging.Logger, optional
+        Where ``fit`` logs; default the ``nets.module`` logger.
+    compression_params : dict, optional
+        Gradient compression for the store ``init_optimizer`` makes
+        (``{'type': '2bit', 'threshold': t}``).
     """
 
-    def __init__(self, symbol, data_names=("data",), label_names=_LABELS, context=None,
-                 fixed_param_names=None, logger=None, compression_params=None):
+    def __init__(self, symbol: Symbol, data_names: Sequence[str] | None = ("data",),
+                 label_names: Sequence[str] | None = _LABELS,
+                 context: Context | list[Context] | None = None,
+                 fixed_param_names: Sequence[str] | None = None,
+                 logger: logging.Logger | None = None,
+                 compression_params: dict[str, Any] | None = None):
         super().__init__(logger)
         if not isinstance(symbol, Symbol):
             raise TypeError(f"Module: symbol must be a nets.sym.Symbol, got "
@@ -99,7 +137,6 @@ class Module(BaseModule):
         self._exec = self._optimizer = self._preload = None
         self._kvstore, self._update_on_kvstore = None, False
         self._rows_pending = None  # prepare's pull of a batch's rows, until they are used
-        self._states = {}
         self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
         if compression_params is not None:
@@ -115,6 +152,12 @@ class Module(BaseModule):
     label_shapes = property(lambda self: list(self._label_shapes))
 
     @property
+    def optimizer(self):
+        """The optimizer ``init_optimizer`` made (None before), which keeps every
+        parameter's state (``optimizer.state``)."""
+        return self._optimizer
+
+    @property
     def output_shapes(self):
         self._need("binded", "output_shapes")
         shapes = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
@@ -127,14 +170,34 @@ class Module(BaseModule):
             raise NetsError(f"{what} needs {step} to be called first")
 
     # -- setup ---------------------------------------------------------------------------
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req="write"):
+    def bind(self, data_shapes: Shapes, label_shapes: Shapes | None = None,
+             for_training: bool = True, inputs_need_grad: bool = False,
+             force_rebind: bool = False, shared_module: Module | None = None,
+             grad_req: str = "write") -> None:
         """Allocate the arrays for these data/label shapes (``DataDesc``s such as an
         iterator's ``provide_data``, or ``(name, shape)`` pairs). With ``for_training``
         every parameter gets a gradient buffer (``grad_req``) of the storage type the
         symbol infers for it (``Symbol.infer_grad_storage_type``: row_sparse for the
         weight of ``dot(csr, w)``); ``inputs_need_grad`` gives the data one too. Rebinding
-        keeps initialized parameters; ``shared_module`` shares its parameters."""
+        keeps initialized parameters; ``shared_module`` shares its parameters.
+
+        Parameters
+        ----------
+        data_shapes : list of DataDesc or of (name, shape)
+            One per ``data_names`` (an iterator's ``provide_data``).
+        label_shapes : list of DataDesc or of (name, shape), optional
+            One per label (an iterator's ``provide_label``); none when predicting.
+        for_training : bool, default True
+            Allocate gradients (False: prediction only).
+        inputs_need_grad : bool, default False
+            Give the data a gradient too (``get_input_grads``).
+        force_rebind : bool, default False
+            Rebind a bound module (otherwise a warning, and nothing changes).
+        shared_module : Module, optional
+            A bound module whose parameter arrays this one shares.
+        grad_req : {'write', 'add', 'null'}, default 'write'
+            The parameters' gradient request.
+        """
         if self.binded and not force_rebind:
             warnings.warn("Module is already bound; pass force_rebind=True to rebind",
                           stacklevel=2)
@@ -163,13 +226,35 @@ class Module(BaseModule):
             self.set_params(*self._preload)
             self._preload = None
 
-    def init_params(self, initializer=None, arg_params=None, aux_params=None,
-                    allow_missing=False, force_init=False, allow_extra=False):
+    def init_params(self, initializer: Initializer | str | None = None,
+                    arg_params: dict[str, NDArray] | None = None,
+                    aux_params: dict[str, NDArray] | None = None,
+                    allow_missing: bool = False, force_init: bool = False,
+                    allow_extra: bool = False) -> None:
         """Fill the parameters from ``arg_params`` and the auxiliary states from
         ``aux_params`` (name -> array), or else with their variable's ``init`` or
         ``initializer`` (default ``Uniform(0.01)``; names ending in bias, beta or
         running_mean get zeros, gamma or running_var ones, as every nets initializer
-        does). Storage types are kept."""
+        does). Storage types are kept.
+
+        Parameters
+        ----------
+        initializer : Initializer or str, optional
+            For parameters without a value or a variable ``init``; default
+            ``Uniform(0.01)``.
+        arg_params : dict of str to NDArray, optional
+            Parameter values by name (shapes must match; dtypes convert).
+        aux_params : dict of str to NDArray, optional
+            Auxiliary state values by name.
+        allow_missing : bool, default False
+            Initialize parameters ``arg_params`` lacks (otherwise ``NetsError``).
+        force_init : bool, default False
+            Re-initialize initialized parameters (otherwise a warning, and nothing
+            changes).
+        allow_extra : bool, default False
+            Skip names of ``arg_params``/``aux_params`` the module lacks (otherwise
+            ``NetsError``).
+        """
         self._need("binded", "init_params()")
         if self.params_initialized and not force_init:
             warnings.warn("parameters are already initialized; pass force_init=True to "
@@ -207,14 +292,35 @@ class Module(BaseModule):
                     init_mod.create(init)(n, bound[n])
         self.params_initialized = True
 
-    def set_params(self, arg_params, aux_params=None, allow_missing=False, force_init=True,
-                   allow_extra=False):
-        """Set the parameters and auxiliary states (``init_params`` with those values)."""
+    def set_params(self, arg_params: dict[str, NDArray],
+                   aux_params: dict[str, NDArray] | None = None,
+                   allow_missing: bool = False, force_init: bool = True,
+                   allow_extra: bool = False) -> None:
+        """Set the parameters and auxiliary states (``init_params`` with those values).
+
+        Parameters
+        ----------
+        arg_params : dict of str to NDArray
+            Parameter values by name.
+        aux_params : dict of str to NDArray, optional
+            Auxiliary state values by name.
+        allow_missing : bool, default False
+            Leave parameters ``arg_params`` lacks to the initializer.
+        force_init : bool, default True
+            Overwrite initialized parameters.
+        allow_extra : bool, default False
+            Skip names the module lacks.
+        """
         self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
 
-    def get_params(self):
-        """``(arg_params, aux_params)``: copies of the parameters and of the auxiliary states
-        by name."""
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Copies of the parameters and of the auxiliary states.
+
+        Returns
+        -------
+        tuple of two dicts
+            ``(arg_params, aux_params)``, each by name.
+        """
         self._need("params_initialized", "get_params()")
         return ({n: self._param_value(i, n) for i, n in enumerate(self._param_names)},
                 {n: self._exec.aux_dict[n].copy() for n in self._aux_names})
@@ -230,8 +336,10 @@ class Module(BaseModule):
         self._kvstore.row_sparse_pull(i, out=out, row_ids=arange(arr.shape[0], dtype="int64"))
         return out
 
-    def init_optimizer(self, kvstore="local", optimizer="sgd",
-                       optimizer_params=(("learning_rate", 0.01),), force_init=False):
+    def init_optimizer(self, kvstore: str | KVStore | None = "local",
+                       optimizer: str | optim.Optimizer = "sgd",
+                       optimizer_params: Any = (("learning_rate", 0.01),),
+                       force_init: bool = False) -> None:
         """Create the optimizer: a name with ``optimizer_params`` (``rescale_grad``
         defaults to 1 / batch size, as in MXNet) or an ``Optimizer`` instance. Each
         parameter's variable ``lr_mult``/``wd_mult`` apply.
@@ -240,7 +348,20 @@ class Module(BaseModule):
         parameters here (one device: nothing to reduce); a ``nets.kv.KVStore`` holds them
         and runs the optimizer (MXNet's ``update_on_kvstore``): each ``update`` is one push
         whose answer brings back what the update changed (``nets.kv.training``), and
-        ``prepare`` pulls the rows of row_sparse weights a batch needs."""
+        ``prepare`` pulls the rows of row_sparse weights a batch needs.
+
+        Parameters
+        ----------
+        kvstore : str or KVStore, default 'local'
+            None or a local type name update here; a ``KVStore`` (or a distributed type
+            name) holds the parameters and runs the optimizer.
+        optimizer : str or Optimizer, default 'sgd'
+            The optimizer or its registered name.
+        optimizer_params : dict or sequence of pairs, default (('learning_rate', 0.01),)
+            The optimizer's arguments when ``optimizer`` is a name.
+        force_init : bool, default False
+            Replace an existing optimizer (otherwise a warning, and nothing changes).
+        """
         self._need("binded", "init_optimizer()")
         self._need("params_initialized", "init_optimizer()")
         if self.optimizer_initialized and not force_init:
@@ -266,7 +387,7 @@ class Module(BaseModule):
         else:
             raise TypeError(f"init_optimizer: optimizer must be a name or a "
                             f"nets.optim.Optimizer, got {type(optimizer).__name__}")
-        self._optimizer, self._states = optimizer, {}
+        self._optimizer = optimizer
         self._kvstore, self._update_on_kvstore = store, store is not None
         self._rows_pending = None
         if store is not None:
@@ -280,7 +401,9 @@ class Module(BaseModule):
             self.load_optimizer_states(self._preload_states)
             self._preload_states = None
 
-    def prepare(self, data_batch, sparse_row_id_fn=None):
+    def prepare(self, data_batch: DataBatch,
+                sparse_row_id_fn: Callable[[DataBatch], dict[str, NDArray]] | None = None,
+                ) -> None:
         """Pull from the store the rows of row_sparse weights that ``data_batch`` needs:
         ``sparse_row_id_fn(data_batch)`` returns ``{parameter name: row ids}``. Without a
         store that updates the weights every row is present, and there is nothing to do.
@@ -291,7 +414,15 @@ class Module(BaseModule):
         made before the call, so it sees the same rows a blocking pull here would. A
         second ``prepare`` with a ``sparse_row_id_fn`` before that use replaces the first,
         whose rows are dropped unwritten; an error of the pull is raised at the use,
-        naming the keys."""
+        naming the keys.
+
+        Parameters
+        ----------
+        data_batch : DataBatch
+            The next batch.
+        sparse_row_id_fn : callable, optional
+            ``sparse_row_id_fn(data_batch)`` -> ``{parameter name: row ids}``.
+        """
         self._need("binded", "prepare()")
         if sparse_row_id_fn is None or not self._update_on_kvstore:
             return
@@ -319,30 +450,50 @@ class Module(BaseModule):
         if pending is not None:
             pending.wait()
 
-    def save_optimizer_states(self, fname):
-        """Save the optimizer's states and counters (sparse states stay sparse)."""
+    def save_optimizer_states(self, fname: str | os.PathLike) -> None:
+        """Save the optimizer's state (``nets.optim.save_states``: each parameter's state
+        arrays, sparse ones staying sparse, and update counts), or the store's when it
+        holds the parameters.
+
+        Parameters
+        ----------
+        fname : str or path-like
+            The ``.npz`` file to write.
+        """
         self._need("optimizer_initialized", "save_optimizer_states()")
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
             return
-        save_states(fname, self._optimizer, self._param_names,
-                    [self._states.get(i) for i in range(len(self._param_names))])
+        optim.save_states(fname, self._optimizer)
 
-    def load_optimizer_states(self, fname):
-        """Load states written by ``save_optimizer_states`` (same parameters, optimizer)."""
+    def load_optimizer_states(self, fname: str | os.PathLike) -> None:
+        """Load states written by ``save_optimizer_states`` (same parameters, optimizer).
+
+        Parameters
+        ----------
+        fname : str or path-like
+            The file ``save_optimizer_states`` wrote.
+        """
         self._need("optimizer_initialized", "load_optimizer_states()")
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
             return
-        states = load_states(fname, self._optimizer, self._param_names,
-                             [self._exec.arg_dict[n] for n in self._param_names])
-        self._states = {i: st for i, st in enumerate(states) if st is not None}
+        optim.load_states(fname, self._optimizer, {i: self._exec.arg_dict[n] for i, n in
+                                                   enumerate(self._param_names)})
 
     # -- per batch ---------------------------------------------------------------------------
-    def forward(self, data_batch, is_train=None):
+    def forward(self, data_batch: DataBatch, is_train: bool | None = None) -> None:
         """Run the symbol on ``data_batch`` (``.data`` and ``.label`` lists; labels are
-        optional when predicting). ``is_train`` defaults to ``for_training``. A batch of
-        other shapes rebinds (parameters are shared)."""
+        optional when predicting). A batch of other shapes rebinds (parameters are
+        shared).
+
+        Parameters
+        ----------
+        data_batch : DataBatch
+            The batch.
+        is_train : bool, optional
+            Record for ``backward`` (train mode); default ``for_training``.
+        """
         self._need("binded", "forward()")
         self._take_rows()
         is_train = self.for_training if is_train is None else is_train
@@ -366,14 +517,22 @@ class Module(BaseModule):
                                   if d.name in feed else d for d in self._label_shapes]
         self._exec.forward(is_train, **feed)
 
-    def backward(self, out_grads=None):
-        """Gradients of the outputs (output layers supply their own loss gradient)."""
+    def backward(self, out_grads: NDArray | Sequence[NDArray] | None = None) -> None:
+        """Gradients of the outputs (output layers supply their own loss gradient).
+
+        Parameters
+        ----------
+        out_grads : NDArray or list of NDArray, optional
+            Head gradients, one per output; default ones.
+        """
         self._need("binded", "backward()")
         self._exec.backward(out_grads)
 
-    def update(self):
+    def update(self) -> None:
         """Apply the optimizer to every parameter that has a gradient (lazily, by rows,
-        for row_sparse gradients)."""
+        for row_sparse gradients): ``Optimizer.step``, the optimizer keeping each
+        parameter's state (``optimizer.state``, keyed by its position among the
+        parameters)."""
         self._need("optimizer_initialized", "update()")
         self._take_rows()
         exe, opt = self._exec, self._optimizer
@@ -383,38 +542,97 @@ class Module(BaseModule):
             kv_training.step(self._kvstore, items)
             return
         for i, grad, weight in items:
-            if i not in self._states:
-                self._states[i] = opt.create_state_multi_precision(i, weight)
-            opt.update_multi_precision(i, weight, grad, self._states[i])
+            opt.step(i, weight, grad)
 
-    def get_outputs(self, merge_multi_context=True):
-        """The outputs of the latest ``forward``."""
+    def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
+        """The outputs of the latest ``forward``.
+
+        Parameters
+        ----------
+        merge_multi_context : bool, default True
+            Accepted for MXNet (one device: nothing to merge).
+
+        Returns
+        -------
+        list of NDArray
+            One array per output.
+        """
         self._need("binded", "get_outputs()")
         return list(self._exec.outputs)
 
-    def get_input_grads(self, merge_multi_context=True):
-        """The data gradients (``bind(inputs_need_grad=True)``)."""
+    def get_input_grads(self, merge_multi_context: bool = True) -> list[NDArray]:
+        """The data gradients (``bind(inputs_need_grad=True)``).
+
+        Parameters
+        ----------
+        merge_multi_context : bool, default True
+            Accepted for MXNet (one device: nothing to merge).
+
+        Returns
+        -------
+        list of NDArray
+            One gradient per ``data_names``.
+        """
         if not self.inputs_need_grad:
             raise NetsError("get_input_grads() needs bind(..., inputs_need_grad=True)")
         return [self._exec.grad_dict[n] for n in self._data_names]
 
-    def update_metric(self, eval_metric, labels, pre_sliced=False):
-        """``eval_metric.update(labels, outputs)``."""
+    def update_metric(self, eval_metric: EvalMetric, labels: list[NDArray],
+                      pre_sliced: bool = False) -> None:
+        """``eval_metric.update(labels, outputs)``.
+
+        Parameters
+        ----------
+        eval_metric : EvalMetric
+            The metric to update.
+        labels : list of NDArray
+            The batch's labels.
+        pre_sliced : bool, default False
+            Accepted for MXNet (one device: nothing is sliced).
+        """
         eval_metric.update(labels, self.get_outputs())
 
     # -- checkpoints --------------------------------------------------------------------------
-    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False):
-        """``save_checkpoint(prefix, epoch, symbol, *get_params())``; with
-        ``save_optimizer_states`` also ``<prefix>-<epoch:04d>.states.npz``."""
+    def save_checkpoint(self, prefix: str, epoch: int,
+                        save_optimizer_states: bool = False) -> None:
+        """``save_checkpoint(prefix, epoch, symbol, *get_params())``: the files
+        ``<prefix>-symbol.json`` and ``<prefix>-<epoch:04d>.params.npz``.
+
+        Parameters
+        ----------
+        prefix : str
+            The files' prefix.
+        epoch : int
+            The epoch number in the parameters file's name.
+        save_optimizer_states : bool, default False
+            Also write the optimizer's states to ``<prefix>-<epoch:04d>.states.npz``.
+        """
         save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
         if save_optimizer_states:
             self.save_optimizer_states(_states_file(prefix, epoch))
 
     @staticmethod
-    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
-        """A Module of the checkpoint's symbol whose parameters are set at ``bind`` and, with
-        ``load_optimizer_states``, whose optimizer states are restored by ``init_optimizer``
-        (``kwargs`` go to ``Module``)."""
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
+             **kwargs: Any) -> Module:
+        """A Module of a checkpoint's symbol whose parameters are set at ``bind``.
+
+        Parameters
+        ----------
+        prefix : str
+            The checkpoint's prefix (``save_checkpoint``'s).
+        epoch : int
+            The epoch of the parameters file.
+        load_optimizer_states : bool, default False
+            Restore the optimizer's states (from ``<prefix>-<epoch:04d>.states.npz``) in
+            ``init_optimizer``.
+        **kwargs
+            ``Module``'s other arguments (``data_names``, ``label_names``, ...).
+
+        Returns
+        -------
+        Module
+            The module, to be bound.
+        """
         symbol, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol, **kwargs)
         mod._preload = (args, auxs)

@@ -16,12 +16,20 @@ class AdaGrad(Optimizer):
 
     ``eps > 0`` keeps the division finite. MXNet's sparse AdaGrad refused ``wd > 0``; here the
     same rule runs on the gradient's rows (``lazy_update=True``) or on every row.
+
+    Parameters
+    ----------
+    eps : float
+        Keeps the division finite, ``> 0``.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``, ``lazy_update``, ``wd_mode``.
     """
 
     state_names = ("history",)
     float_stable_eps = Hyper(low=0, low_open=True, name="eps")
 
-    def __init__(self, eps=1e-7, **kwargs):
+    def __init__(self, eps: float = 1e-7, **kwargs):
         super().__init__(**kwargs)
         self.float_stable_eps = eps
 
@@ -46,13 +54,21 @@ class RowWiseAdaGrad(Optimizer):
     Registered as ``'rowwise_adagrad'``. Lazy (only the gradient's rows, ``lazy_update=True``)
     on dense and row_sparse weights alike, as the other optimizers. A 1-D weight has one
     entry per row, so this is AdaGrad with ``eps`` outside the square root; ``eps > 0``.
+
+    Parameters
+    ----------
+    eps : float
+        Keeps the division finite, ``> 0``.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``, ``lazy_update``, ``wd_mode``.
     """
 
     state_names = ("history",)
     row_states = ("history",)
     float_stable_eps = Hyper(low=0, low_open=True, name="eps")
 
-    def __init__(self, eps=1e-7, **kwargs):
+    def __init__(self, eps: float = 1e-7, **kwargs):
         super().__init__(**kwargs)
         self.float_stable_eps = eps
 

@@ -1,5 +1,6 @@
 """Adam and AdamW (MXNet's ``Adam`` and ``AdamW``)."""
 import math
+from typing import Optional
 
 from .. import kernels
 from .hyper import Hyper
@@ -23,6 +24,23 @@ class Adam(Optimizer):
     row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w``, ``mean``
     and ``var`` are updated; see ``Optimizer`` for the rest. ``beta1`` and ``beta2`` are in
     ``[0, 1)`` (``beta1 = 1`` divides by zero in the bias correction), ``epsilon > 0``.
+
+    Parameters
+    ----------
+    learning_rate : float, optional
+        The step size (default 0.001).
+    beta1 : float
+        The first moment's decay, in ``[0, 1)``.
+    beta2 : float
+        The second moment's decay, in ``[0, 1)``.
+    epsilon : float
+        Added to the denominator, ``> 0``.
+    lazy_update : bool
+        With a row_sparse gradient, update only its rows of the weight and of every state.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``wd_mode``.
     """
 
     default_lr = 0.001
@@ -32,8 +50,9 @@ class Adam(Optimizer):
     epsilon = Hyper(low=0, low_open=True)
     _decoupled = False
 
-    def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 lazy_update=True, **kwargs):
+    def __init__(self, learning_rate: Optional[float] = None, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8, lazy_update: bool = True,
+                 **kwargs):
         super().__init__(learning_rate=learning_rate, lazy_update=lazy_update, **kwargs)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.correct_bias = True
@@ -58,11 +77,29 @@ class AdamW(Adam):
         w -= lr_t * (mean / (sqrt(var) + epsilon) + wd * w)
 
     ``lr_t`` carries the bias correction unless ``correct_bias=False``.
+
+    Parameters
+    ----------
+    learning_rate : float, optional
+        The step size (default 0.001).
+    beta1, beta2 : float
+        The moments' decays, in ``[0, 1)``.
+    epsilon : float
+        Added to the denominator, ``> 0``.
+    correct_bias : bool
+        Fold Adam's bias correction into the step size.
+    lazy_update : bool
+        With a row_sparse gradient, update only its rows of the weight and of every state.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``wd_mode``.
     """
 
     _decoupled = True
 
-    def __init__(self, learning_rate=None, beta1=0.9, beta2=0.999, epsilon=1e-6,
-                 correct_bias=True, lazy_update=True, **kwargs):
+    def __init__(self, learning_rate: Optional[float] = None, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-6, correct_bias: bool = True,
+                 lazy_update: bool = True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, lazy_update, **kwargs)
         self.correct_bias = correct_bias

@@ -1,4 +1,6 @@
 """FTRL-proximal (MXNet's ``Ftrl``)."""
+from typing import Optional
+
 from .. import kernels
 from ..base import NetsError
 from .hyper import Hyper
@@ -23,6 +25,19 @@ class FTRL(Optimizer):
     The update divides by the learning rate, so it must be ``> 0`` (a zero rate, or a
     parameter's ``lr_mult`` of 0, would fill ``z`` and ``w`` with NaNs: freeze a parameter
     with ``grad_req='null'`` instead); ``lamda1`` and ``beta`` are ``>= 0``.
+
+    Parameters
+    ----------
+    lamda1 : float
+        The L1 strength, ``>= 0``.
+    learning_rate : float, optional
+        The step size, ``> 0`` (default 0.1).
+    beta : float
+        Added to ``sqrt(n)`` in the per-coordinate rate, ``>= 0``.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``lazy_update``, ``wd_mode``.
     """
 
     default_lr = 0.1
@@ -32,7 +47,8 @@ class FTRL(Optimizer):
     lamda1 = Hyper(low=0)
     beta = Hyper(low=0)
 
-    def __init__(self, lamda1=0.01, learning_rate=None, beta=1.0, **kwargs):
+    def __init__(self, lamda1: float = 0.01, learning_rate: Optional[float] = None,
+                 beta: float = 1.0, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.lamda1, self.beta = lamda1, beta
 

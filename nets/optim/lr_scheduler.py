@@ -37,11 +37,24 @@ class LRScheduler:
     """Base class: ``scheduler(num_update)`` returns the learning rate.
 
     Subclasses implement ``_decayed(num_update)`` for ``num_update >= warmup_steps``.
+
+    Parameters
+    ----------
+    base_lr : float
+        The rate after warm-up, a finite number ``>= 0`` (an optimizer given its own
+        ``learning_rate`` sets it).
+    warmup_steps : int
+        Updates of warm-up before the schedule, ``>= 0``.
+    warmup_begin_lr : float
+        The rate warm-up starts at, ``<= base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        Rise linearly to ``base_lr``, or stay at ``warmup_begin_lr``, during warm-up.
     """
 
     base_lr = Hyper(low=0)
 
-    def __init__(self, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, base_lr: float = 0.01, warmup_steps: int = 0,
+                 warmup_begin_lr: float = 0, warmup_mode: str = "linear"):
         self.base_lr = base_lr
         check_number("warmup_begin_lr", warmup_begin_lr, low=0)
         _check(_is_int(warmup_steps) and warmup_steps >= 0, "warmup_steps", warmup_steps,
@@ -61,7 +74,14 @@ class LRScheduler:
         return self.warmup_begin_lr + ((self.base_lr - self.warmup_begin_lr)
                                        * num_update / self.warmup_steps)
 
-    def __call__(self, num_update):
+    def __call__(self, num_update: int) -> float:
+        """The learning rate after ``num_update`` updates (of the most-updated parameter).
+
+        Parameters
+        ----------
+        num_update : int
+            The optimizer's ``num_update``.
+        """
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         return self._decayed(num_update)
@@ -72,10 +92,29 @@ class LRScheduler:
 
 class FactorScheduler(LRScheduler):
     """``base_lr * factor**k`` after ``k`` whole periods of ``step`` updates, i.e. for
-    ``num_update`` in ``(k * step, (k + 1) * step]``, never below ``stop_factor_lr``."""
+    ``num_update`` in ``(k * step, (k + 1) * step]``, never below ``stop_factor_lr``.
 
-    def __init__(self, step, factor=1, stop_factor_lr=1e-8, base_lr=0.01, warmup_steps=0,
-                 warmup_begin_lr=0, warmup_mode="linear"):
+    Parameters
+    ----------
+    step : int
+        The period, in updates, ``>= 1``.
+    factor : float
+        The decay per period, in ``(0, 1]``.
+    stop_factor_lr : float
+        The rate never goes below this, ``>= 0``.
+    base_lr : float
+        The initial rate.
+    warmup_steps : int
+        Updates of warm-up before the schedule, ``>= 0``.
+    warmup_begin_lr : float
+        The rate warm-up starts at, ``<= base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        Rise linearly to ``base_lr``, or stay at ``warmup_begin_lr``, during warm-up.
+    """
+
+    def __init__(self, step: int, factor: float = 1, stop_factor_lr: float = 1e-8,
+                 base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check(_is_int(step) and step >= 1, "step", step, "an integer >= 1")
         self.step, self.factor = step, _factor(factor)
@@ -90,10 +129,27 @@ class FactorScheduler(LRScheduler):
 
 class MultiFactorScheduler(LRScheduler):
     """``base_lr * factor**k`` where ``k`` counts the entries of ``step`` (an increasing
-    list) that ``num_update`` has passed (``num_update > step[i]``)."""
+    list) that ``num_update`` has passed (``num_update > step[i]``).
 
-    def __init__(self, step, factor=1, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0,
-                 warmup_mode="linear"):
+    Parameters
+    ----------
+    step : list of int
+        The updates after which the rate decays, increasing, each ``>= 1``.
+    factor : float
+        The decay at each, in ``(0, 1]``.
+    base_lr : float
+        The initial rate.
+    warmup_steps : int
+        Updates of warm-up before the schedule, ``>= 0``.
+    warmup_begin_lr : float
+        The rate warm-up starts at, ``<= base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        Rise linearly to ``base_lr``, or stay at ``warmup_begin_lr``, during warm-up.
+    """
+
+    def __init__(self, step: list, factor: float = 1, base_lr: float = 0.01,
+                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         step = list(step) if isinstance(step, (list, tuple)) else step
         _check(isinstance(step, list) and step and all(_is_int(s) and s >= 1 for s in step)
@@ -109,8 +165,9 @@ class _Annealing(LRScheduler):
     """A rate falling from ``base_lr`` to ``final_lr`` over the ``max_update -
     warmup_steps`` updates after the warm-up, then staying at ``final_lr``."""
 
-    def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
-                 warmup_mode="linear"):
+    def __init__(self, max_update: int, base_lr: float = 0.01, final_lr: float = 0,
+                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check(_is_int(max_update) and max_update > warmup_steps, "max_update", max_update,
                f"an integer > warmup_steps={warmup_steps}")
@@ -125,10 +182,29 @@ class _Annealing(LRScheduler):
 
 class PolyScheduler(_Annealing):
     """``final_lr + (base_lr - final_lr) * (1 - progress)**pwr`` (progress in [0, 1] over
-    the updates after warm-up, reaching 1 at ``max_update``)."""
+    the updates after warm-up, reaching 1 at ``max_update``).
 
-    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
-                 warmup_begin_lr=0, warmup_mode="linear"):
+    Parameters
+    ----------
+    max_update : int
+        The update at which the rate reaches ``final_lr``, ``> warmup_steps``.
+    base_lr : float
+        The rate after warm-up.
+    pwr : float
+        The polynomial's power, ``>= 0``.
+    final_lr : float
+        The rate from ``max_update`` on, ``>= 0``.
+    warmup_steps : int
+        Updates of warm-up before the schedule, ``>= 0``.
+    warmup_begin_lr : float
+        The rate warm-up starts at, ``<= base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        Rise linearly to ``base_lr``, or stay at ``warmup_begin_lr``, during warm-up.
+    """
+
+    def __init__(self, max_update: int, base_lr: float = 0.01, pwr: float = 2,
+                 final_lr: float = 0, warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear"):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
                          warmup_mode)
         self.power = check_number("pwr", pwr, low=0)
@@ -139,8 +215,23 @@ class PolyScheduler(_Annealing):
 
 class CosineScheduler(_Annealing):
     """``final_lr + (base_lr - final_lr) * (1 + cos(pi * progress)) / 2`` (progress as in
-    ``PolyScheduler``): ``CosineScheduler(max_update, base_lr=0.01, final_lr=0,
-    warmup_steps=0, warmup_begin_lr=0, warmup_mode='linear')``."""
+    ``PolyScheduler``).
+
+    Parameters
+    ----------
+    max_update : int
+        The update at which the rate reaches ``final_lr``, ``> warmup_steps``.
+    base_lr : float
+        The rate after warm-up.
+    final_lr : float
+        The rate from ``max_update`` on, ``>= 0``.
+    warmup_steps : int
+        Updates of warm-up before the schedule, ``>= 0``.
+    warmup_begin_lr : float
+        The rate warm-up starts at, ``<= base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        Rise linearly to ``base_lr``, or stay at ``warmup_begin_lr``, during warm-up.
+    """
 
     def _shape(self, done):
         return (1.0 + math.cos(math.pi * done)) / 2

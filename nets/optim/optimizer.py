@@ -1,17 +1,26 @@
 """``Optimizer``: the base class of every optimizer, the registry (``register``/``create``),
 the per-parameter ``Record`` and the ``RowSelection`` that makes updates lazy.
 
-An optimizer is its hyper-parameters, one ``Record`` per parameter (its update count,
-catch-up decay and the operands its latest update validated) and one method with the math,
-``update_rows``. ``update`` checks the operands, selects the rows to update - every row, or
-the row_sparse gradient's rows when ``lazy_update`` - and hands that ``RowSelection`` to
-``update_rows``, which runs the optimizer's numba kernel (``nets.kernels.optim``) on the
-selected rows of the weight, the gradient and each state, whether each is dense or
-row_sparse. With a lazy selection no other row of the weight or of any state is read or
-written; with every row selected an absent gradient row counts as zero.
+An optimizer is its hyper-parameters, its ``state`` - one ``Record`` per parameter index,
+holding the parameter's state arrays and update count, as ``torch.optim.Optimizer.state``
+holds each parameter's - and one method with the math, ``update_rows``. ``step(index,
+weight, grad)`` is what the Trainer, the Module and a store's updater call: it makes the
+parameter's state at its first step and applies ``update``, which checks the operands,
+selects the rows to update - every row, or the row_sparse gradient's rows when
+``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``, which runs the
+optimizer's numba kernel (``nets.kernels.optim``) on the selected rows of the weight, the
+gradient and each state, whether each is dense or row_sparse. With a lazy selection no
+other row of the weight or of any state is read or written; with every row selected an
+absent gradient row counts as zero.
+
+MXNet's interface stays: ``create_state(index, weight)`` and ``update(index, weight, grad,
+state)`` with a state the caller keeps, and a subclass may implement ``update`` itself
+(MXNet's documented extension, using ``_update_count``, ``_get_lr`` and ``_get_wd``):
+``step`` calls it with the state it keeps.
 """
 import math
 import warnings
+from typing import Optional
 
 import numpy as np
 
@@ -20,6 +29,7 @@ from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeE
 from ..arrays.creation import zeros
 from ..arrays.dense import NDArray
 from .hyper import Hyper, check_number
+from .lr_scheduler import LRScheduler
 
 __all__ = ["Optimizer", "Record", "RowSelection", "register", "create", "WD_MODES"]
 
@@ -28,27 +38,37 @@ _INDEX = np.int64
 
 
 class Record:
-    """What an optimizer keeps about one parameter between its updates.
+    """What an optimizer keeps about one parameter between its updates
+    (``Optimizer.state[index]``).
 
-    ``step``: how many updates the parameter had (Adam's ``t``). Under
-    ``wd_mode='catchup'``, ``log_decay``: the sum of ``log(1 - lr * wd)`` over its steps,
-    and ``stamps``: per row, that sum when the row was last updated (None until a step
-    decays).
+    ``state``: the parameter's state arrays, as ``create_state_multi_precision`` made them
+    (None, an array or a tuple of arrays), once ``has_state``: ``step`` makes them at the
+    parameter's first step (a record an MXNet-style ``update`` made, whose caller keeps the
+    state, only counts). ``step``: how many updates the parameter had (Adam's ``t``).
+    Under ``wd_mode='catchup'``, ``log_decay``: the sum of ``log(1 - lr * wd)`` over its
+    steps, and ``stamps``: per row, that sum when the row was last updated (None until a
+    step decays).
 
     ``rows``: the ``RowSelection`` the parameter's latest update validated and built, kept
     while it can serve the next one (``RowSelection.serves``: the same dense weight,
     gradient and states over the same storages), else None. Operands are validated once,
     then trusted while they stay the ones validated (scipy's "validate at construction,
     then trust"); the record holds them strongly, as ``torch.optim`` holds its parameters
-    and their ``state[p]``. A record copies and pickles as its counts (an optimizer shipped
-    to a store's servers takes no arrays along).
+    and their ``state[p]``. A record copies and pickles as its counts, its state to be made
+    afresh at the next ``step`` (an optimizer shipped to a store's servers takes no arrays
+    along); ``nets.optim.save_states`` writes the arrays.
     """
 
-    __slots__ = ("step", "log_decay", "stamps", "rows")
+    __slots__ = ("step", "log_decay", "stamps", "state", "has_state", "rows")
 
-    def __init__(self, step=0, log_decay=0.0, stamps=None):
+    def __init__(self, step: int = 0, log_decay: float = 0.0, stamps=None):
         self.step, self.log_decay, self.stamps = step, log_decay, stamps
+        self.state, self.has_state = None, False
         self.rows = None
+
+    def set_state(self, state):
+        """Make ``state`` (what ``create_state_multi_precision`` makes) the parameter's."""
+        self.state, self.has_state = state, True
 
     def __reduce__(self):
         return Record, (self.step, self.log_decay, self.stamps)
@@ -96,10 +116,17 @@ class Optimizer:
     raise ``NetsError`` naming it, in the constructor and at any later assignment (MXNet
     took any value; a negative rate or decay is gradient ascent).
 
+    ``state`` maps each parameter index (any hashable key: an int for the Trainer and the
+    Module, a store's key for a store) to its ``Record``: its state arrays and update count;
+    ``num_update`` is the largest ``step`` among them. ``step(index, weight, grad)`` makes
+    a parameter's state at its first step and updates it; ``nets.optim.save_states`` and
+    ``load_states`` write and read ``state``.
+
     A subclass sets ``state_names`` (the states its kernel takes, in order; ``row_states``
     names those with one value per weight row, of shape ``(rows,)``), makes them in
-    ``create_state`` and implements ``update_rows``. ``records`` maps each parameter index
-    to its ``Record``; ``num_update`` is the largest ``step`` among them.
+    ``create_state`` and implements ``update_rows``. A subclass may instead implement
+    MXNet's ``update(index, weight, grad, state)`` (calling ``self._update_count(index)``,
+    ``self._get_lr(index)`` and ``self._get_wd(index)``): ``step`` calls it.
     """
 
     opt_registry = {}
@@ -113,9 +140,11 @@ class Optimizer:
     rescale_grad = Hyper(low=0)
     clip_gradient = Hyper(low=0, optional=True)
 
-    def __init__(self, learning_rate=None, wd=0.0, rescale_grad=1.0, clip_gradient=None,
-                 lr_scheduler=None, multi_precision=False, param_dict=None, lazy_update=True,
-                 wd_mode="lazy"):
+    def __init__(self, learning_rate: Optional[float] = None, wd: float = 0.0,
+                 rescale_grad: float = 1.0, clip_gradient: Optional[float] = None,
+                 lr_scheduler: Optional[LRScheduler] = None, multi_precision: bool = False,
+                 param_dict: Optional[dict] = None, lazy_update: bool = True,
+                 wd_mode: str = "lazy"):
         self.lr_scheduler = lr_scheduler
         if learning_rate is None:
             learning_rate = self.default_lr if lr_scheduler is None else lr_scheduler.base_lr
@@ -131,12 +160,25 @@ class Optimizer:
         self.wd_mode = wd_mode
         self.lr_mult, self.wd_mult = {}, {}
         self.num_update = 0
-        self.records = {}
+        self.state = {}
 
     # -- registry ------------------------------------------------------------------------
     @staticmethod
-    def register(klass):
-        """Register an optimizer class under its lower-cased name (a class decorator)."""
+    def register(klass: type) -> type:
+        """Register an optimizer class under its lower-cased name (a class decorator,
+        MXNet's ``mx.optimizer.register``); ``create(name)`` then makes it.
+
+        Parameters
+        ----------
+        klass : type
+            A subclass of ``Optimizer``. A class registered under the same name before is
+            replaced, with a warning.
+
+        Returns
+        -------
+        type
+            ``klass`` itself.
+        """
         if not (isinstance(klass, type) and issubclass(klass, Optimizer)):
             raise NetsError(f"register needs an Optimizer subclass, got {klass!r}")
         name = klass.__name__.lower()
@@ -148,8 +190,23 @@ class Optimizer:
         return klass
 
     @staticmethod
-    def create_optimizer(name, **kwargs):
-        """An instance of the optimizer registered as ``name`` (case-insensitive)."""
+    def create_optimizer(name: str, **kwargs) -> "Optimizer":
+        """An instance of the optimizer registered as ``name`` (MXNet's
+        ``mx.optimizer.create``).
+
+        Parameters
+        ----------
+        name : str
+            The registered name, case-insensitive: ``'sgd'``, ``'adam'``, ``'adamw'``,
+            ``'adagrad'``, ``'rowwise_adagrad'``, ``'ftrl'``, ``'rmsprop'`` or one a program
+            registered.
+        **kwargs
+            The optimizer's constructor arguments (``learning_rate``, ``wd``, ...).
+
+        Returns
+        -------
+        Optimizer
+        """
         klass = Optimizer.opt_registry.get(str(name).lower())
         if klass is None:
             raise NetsError(f"unknown optimizer {name!r}; registered: "
@@ -176,7 +233,7 @@ class Optimizer:
         self._wd_mode = value
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         """The current learning rate (the scheduler's value at ``num_update``, if any)."""
         if self.lr_scheduler is not None:
             return self.lr_scheduler(self.num_update)
@@ -186,24 +243,43 @@ class Optimizer:
     def learning_rate(self, lr):
         self.set_learning_rate(lr)
 
-    def set_learning_rate(self, lr):
-        """Set the learning rate (not allowed while an ``lr_scheduler`` decides it)."""
+    def set_learning_rate(self, lr: float) -> None:
+        """Set the learning rate (not allowed while an ``lr_scheduler`` decides it).
+
+        Parameters
+        ----------
+        lr : float
+            The new learning rate, a finite number ``>= 0``.
+        """
         if self.lr_scheduler is not None:
             raise NetsError(f"set_learning_rate({lr!r}): the learning rate comes from the "
                             f"lr_scheduler; change the scheduler instead")
         self.lr = lr
 
-    def set_lr_mult(self, args_lr_mult):
-        """Per-parameter learning-rate multipliers: ``{index or parameter name: mult}``,
-        each a finite number ``>= 0``.
+    def set_lr_mult(self, args_lr_mult: dict) -> None:
+        """Set per-parameter learning-rate multipliers.
 
         These override a ``Parameter``'s own ``lr_mult`` (MXNet let ``param_dict`` win,
-        so ``set_lr_mult`` silently did nothing for Gluon parameters)."""
+        so ``set_lr_mult`` silently did nothing for Gluon parameters).
+
+        Parameters
+        ----------
+        args_lr_mult : dict
+            ``{index or parameter name: mult}``, each a finite number ``>= 0``; it replaces
+            the multipliers set before.
+        """
         self.lr_mult = _mults("lr_mult", args_lr_mult)
 
-    def set_wd_mult(self, args_wd_mult):
-        """Per-parameter weight-decay multipliers: ``{index or parameter name: mult}``,
-        each a finite number ``>= 0`` (they override a ``Parameter``'s own ``wd_mult``)."""
+    def set_wd_mult(self, args_wd_mult: dict) -> None:
+        """Set per-parameter weight-decay multipliers (they override a ``Parameter``'s own
+        ``wd_mult``).
+
+        Parameters
+        ----------
+        args_wd_mult : dict
+            ``{index or parameter name: mult}``, each a finite number ``>= 0``; it replaces
+            the multipliers set before.
+        """
         self.wd_mult = _mults("wd_mult", args_wd_mult)
 
     def _mult(self, table, attr, index):
@@ -214,15 +290,47 @@ class Optimizer:
             return 1.0
         return table.get(param.name, getattr(param, attr))
 
-    def _rates(self, index):
-        """Parameter ``index``'s learning rate and weight decay: the optimizer's times the
-        parameter's multipliers (``set_lr_mult``/``set_wd_mult`` first, then its own)."""
-        return (self.learning_rate * self._mult(self.lr_mult, "lr_mult", index),
-                self.wd * self._mult(self.wd_mult, "wd_mult", index))
+    # MXNet's extension points, which an optimizer implementing ``update`` itself calls
+    def _get_lr(self, index):
+        """Parameter ``index``'s learning rate: the current one times its multiplier
+        (``set_lr_mult`` first, then its ``Parameter``'s ``lr_mult``)."""
+        return self.learning_rate * self._mult(self.lr_mult, "lr_mult", index)
+
+    def _get_wd(self, index):
+        """Parameter ``index``'s weight decay: ``wd`` times its multiplier (``set_wd_mult``
+        first, then its ``Parameter``'s ``wd_mult``)."""
+        return self.wd * self._mult(self.wd_mult, "wd_mult", index)
+
+    def _update_count(self, index):
+        """Count one update of parameter ``index`` (or of each index of a list): its
+        record's ``step`` and ``num_update``, which the learning-rate schedule reads."""
+        for i in index if isinstance(index, (list, tuple)) else (index,):
+            record = self._record(i)
+            record.step += 1
+            if record.step > self.num_update:
+                self.num_update = record.step
+
+    def _record(self, index):
+        """Parameter ``index``'s ``Record`` in ``state``, made empty on first use."""
+        record = self.state.get(index)
+        if record is None:
+            record = self.state[index] = Record()
+        return record
 
     # -- states --------------------------------------------------------------------------
-    def create_state(self, index, weight):
-        """The optimizer state of one weight: None, an array or a tuple of arrays."""
+    def create_state(self, index, weight: NDArray):
+        """A new optimizer state for one weight (MXNet's): None, an array or a tuple of
+        arrays. ``step`` calls it (through ``create_state_multi_precision``) at a
+        parameter's first step; a program calling ``update`` itself keeps what it returns.
+
+        Parameters
+        ----------
+        index : int or str
+            The parameter's index (its multipliers; unused by the built-in optimizers).
+        weight : NDArray
+            The weight: states take its shape, dtype and context, and its storage type when
+            ``lazy_update``.
+        """
         return None
 
     def _zeros_like(self, weight, shape=None):
@@ -232,9 +340,17 @@ class Optimizer:
         return zeros(weight.shape if shape is None else shape, weight.context, weight.dtype,
                      stype)
 
-    def create_state_multi_precision(self, index, weight):
+    def create_state_multi_precision(self, index, weight: NDArray):
         """``create_state``, plus a float32 master copy of a float16 weight when
-        ``multi_precision``: the state is then ``(master, state)``."""
+        ``multi_precision``: the state is then ``(master, state)``.
+
+        Parameters
+        ----------
+        index : int or str
+            The parameter's index.
+        weight : NDArray
+            The weight.
+        """
         if self.multi_precision and weight.dtype == np.float16:
             master = weight.astype(np.float32)
             return master, self.create_state(index, master)
@@ -271,30 +387,58 @@ class Optimizer:
         return row_states and tuple([name in row_states for name in self.state_names])
 
     # -- updates -------------------------------------------------------------------------
-    def update(self, index, weight, grad, state):
-        """Update ``weight`` (and ``state``) in place from ``grad``.
+    def step(self, index, weight: NDArray, grad: NDArray) -> None:
+        """Update parameter ``index``'s ``weight`` in place from ``grad`` with the state
+        the optimizer keeps for it (``state[index]``), made at its first step
+        (``create_state_multi_precision``). The Trainer, the Module and a store's updater
+        call this; it applies ``update_multi_precision``, so an optimizer implementing
+        MXNet's ``update`` itself runs through it too.
 
-        ``index`` identifies the parameter (its record, multipliers); lists of indices,
-        weights, gradients and states update several parameters. ``state`` is what
-        ``create_state(index, weight)`` made: a missing array the update reads, or more
-        arrays than the optimizer keeps, raise ``NetsError``.
+        Parameters
+        ----------
+        index : int or str
+            The parameter's key in ``state`` (its record, multipliers).
+        weight : NDArray
+            The weight, dense or row_sparse, updated in place.
+        grad : NDArray
+            Its gradient, dense or row_sparse (with ``lazy_update``, only its rows of the
+            weight and of every state are read and written).
+        """
+        record = self._record(index)
+        if not record.has_state:
+            record.set_state(self.create_state_multi_precision(index, weight))
+        self.update_multi_precision(index, weight, grad, record.state)
+
+    def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
+        """Update ``weight`` (and ``state``) in place from ``grad`` with a state the caller
+        keeps (MXNet's interface; ``step`` keeps the state in ``state[index]`` instead).
+
+        Parameters
+        ----------
+        index : int or str, or a list of them
+            The parameter's key (its record, multipliers); lists of indices, weights,
+            gradients and states update several parameters.
+        weight : NDArray
+            The weight, dense or row_sparse, updated in place.
+        grad : NDArray
+            Its gradient, dense or row_sparse.
+        state
+            What ``create_state(index, weight)`` made: a missing array the update reads, or
+            more arrays than the optimizer keeps, raise ``NetsError``.
         """
         if isinstance(index, (list, tuple)):
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
         states = self._check_states(index, state)
-        record = self.records.get(index)
+        record = self.state.get(index)
         rows = None if record is None else record.rows
         if rows is None or not rows.serves(weight, grad, states):
             rows = RowSelection(weight, grad, states, self.lazy_update, self._row_state_flags)
-            if record is None:
-                record = self.records[index] = Record()
+            record = self._record(index)  # (once the operands are checked)
             record.rows = rows if rows.operands is not None else None
-        record.step += 1
-        if record.step > self.num_update:
-            self.num_update = record.step
-        lr, wd = self._rates(index)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
         if self._wd_mode == "catchup":
             _catch_up_rows(record, rows, lr * wd)
         self.update_rows(rows, lr, wd, record.step)
@@ -307,10 +451,22 @@ class Optimizer:
         updates, this one included."""
         raise NotImplementedError(f"{type(self).__name__} does not implement updates")
 
-    def update_multi_precision(self, index, weight, grad, state):
+    def update_multi_precision(self, index, weight: NDArray, grad: NDArray, state) -> None:
         """``update``, through the float32 master copy for a float16 weight when
         ``multi_precision``; the master is then copied back to the weight (only the
-        gradient's rows for a dense weight updated lazily)."""
+        gradient's rows for a dense weight updated lazily).
+
+        Parameters
+        ----------
+        index : int or str, or a list of them
+            As for ``update``.
+        weight : NDArray
+            The weight, float16 with a master copy in ``state``.
+        grad : NDArray
+            Its gradient.
+        state
+            What ``create_state_multi_precision(index, weight)`` made.
+        """
         if not self.multi_precision:  # (``update`` takes lists too)
             self.update(index, weight, grad, state)
             return
@@ -330,11 +486,36 @@ class Optimizer:
         else:
             weight[:] = master
 
+    def changed_rows(self, grad: NDArray):
+        """The sorted row ids (numpy) an update with ``grad`` writes, or None when it may
+        write every row: the built-in lazy update of a row_sparse gradient writes exactly
+        its rows; a dense gradient, ``lazy_update=False``, ``wd_mode='dense'`` (which
+        decays the rows the gradient lacks) or an ``update`` of a subclass's own may write
+        any.
+
+        Parameters
+        ----------
+        grad : NDArray
+            The gradient of the update.
+        """
+        if (grad.stype != "row_sparse" or not self.lazy_update or self.wd_mode == "dense"
+                or type(self).update is not Optimizer.update):
+            return None
+        return grad.indices.asnumpy()
+
     # -- weight decay of skipped rows ------------------------------------------------------
-    def catch_up(self, index, weight):
+    def catch_up(self, index, weight: NDArray) -> None:
         """Apply every decay step that rows of ``weight`` (parameter ``index``) have missed
-        under ``wd_mode='catchup'``, e.g. before saving or evaluating the model."""
-        record = self.records.get(index)
+        under ``wd_mode='catchup'``, e.g. before saving or evaluating the model.
+
+        Parameters
+        ----------
+        index : int or str
+            The parameter's key in ``state``.
+        weight : NDArray
+            Its weight, scaled in place.
+        """
+        record = self.state.get(index)
         if record is None or record.stamps is None:
             return
         if weight.stype == "row_sparse":  # absent rows are zero: nothing to decay

@@ -1,4 +1,6 @@
 """RMSProp, plain and centered (MXNet's ``RMSProp``)."""
+from typing import Optional
+
 import numpy as np
 
 from .. import kernels
@@ -25,6 +27,25 @@ class RMSProp(Optimizer):
     ``clip_weights`` (if not None) then clips ``w`` to ``[-clip_weights, clip_weights]``.
     The state is ``(n,)`` or ``(n, g, delta)``. ``gamma1`` and ``gamma2`` are in ``[0, 1)``,
     ``epsilon > 0``.
+
+    Parameters
+    ----------
+    learning_rate : float, optional
+        The step size (default 0.001).
+    gamma1 : float
+        The decay of ``n`` (and ``g``), in ``[0, 1)``.
+    gamma2 : float
+        The momentum of ``delta`` (centered only), in ``[0, 1)``.
+    epsilon : float
+        Added under the square root, ``> 0``.
+    centered : bool
+        Graves' centered variant (three states instead of one).
+    clip_weights : float, optional
+        Clip the weights to ``[-clip_weights, clip_weights]`` after each update.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``lazy_update``, ``wd_mode``.
     """
 
     default_lr = 0.001
@@ -34,8 +55,9 @@ class RMSProp(Optimizer):
     epsilon = Hyper(low=0, low_open=True)
     clip_weights = Hyper(low=0, optional=True)
 
-    def __init__(self, learning_rate=None, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
-                 centered=False, clip_weights=None, **kwargs):
+    def __init__(self, learning_rate: Optional[float] = None, gamma1: float = 0.9,
+                 gamma2: float = 0.9, epsilon: float = 1e-8, centered: bool = False,
+                 clip_weights: Optional[float] = None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
         self.centered, self.clip_weights = centered, clip_weights

@@ -17,12 +17,23 @@ class SGD(Optimizer):
     row_sparse gradient and ``lazy_update=True`` only the gradient's rows of ``w`` and
     ``mom`` are updated (MXNet's lazy update); see ``Optimizer`` for the rest.
     ``momentum`` is in ``[0, 1)`` (at 1 the velocity never decays).
+
+    Parameters
+    ----------
+    momentum : float
+        The velocity's decay, in ``[0, 1)``; 0 keeps no state.
+    lazy_update : bool
+        With a row_sparse gradient, update only its rows of the weight and of every state.
+    **kwargs
+        The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``wd_mode``.
     """
 
     state_names = ("mom",)
     momentum = Hyper(low=0, high=1, high_open=True)
 
-    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs):
         super().__init__(lazy_update=lazy_update, **kwargs)
         self.momentum = momentum
 

@@ -215,5 +215,7 @@ def test_trainer_states_must_fit_the_states_the_optimizer_makes(tmp_path):
     double.initialize()
     fresh = nets.Trainer(double.collect_params(), "sgd", {"momentum": 0.9})
     fresh.load_states(path)
-    assert [s.dtype for s in fresh._states] == [np.float64, np.float64]
-    np.testing.assert_array_equal(fresh._states[0].asnumpy(), trainer._states[0].asnumpy())
+    loaded = [r.state for r in fresh.optimizer.state.values()]
+    assert [s.dtype for s in loaded] == [np.float64, np.float64]
+    np.testing.assert_array_equal(loaded[0].asnumpy(),
+                                  trainer.optimizer.state[0].state.asnumpy())

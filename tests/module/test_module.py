@@ -73,7 +73,7 @@ def test_row_sparse_weight_is_updated_lazily():
     assert mod._exec.grad_dict["weight"].indices.asnumpy().tolist() == [1, 4]
     values = w.asnumpy()[:, 0]
     assert np.all(values[[0, 2, 3, 5]] == 1) and np.all(values[[1, 4]] < 1)
-    state = mod._states[mod._param_names.index("weight")]
+    state = mod.optimizer.state[mod._param_names.index("weight")].state
     assert state.stype == "row_sparse" and np.all(state.asnumpy()[[0, 2, 3, 5]] == 0)
     # the reference: SGD with momentum (rescale 1 / batch size) on w's touched rows and b
     w_ref, b_ref, mom_w, mom_b = np.ones(6), 0.0, np.zeros(6), 0.0
@@ -251,7 +251,7 @@ def test_dense_weight_of_a_csr_product_is_updated_lazily_and_biases_are_not_deca
     np.testing.assert_allclose(params["lin_bias"].asnumpy(), b_ref, rtol=1e-5)
     absent = [0, 2, 3, 5]
     assert np.array_equal(params["lin_weight"].asnumpy()[absent], w0[absent])
-    momentum = mod._states[mod._param_names.index("lin_weight")].asnumpy()
+    momentum = mod.optimizer.state[mod._param_names.index("lin_weight")].state.asnumpy()
     assert np.all(momentum[absent] == 0) and np.all(momentum[touched] != 0)
 
 

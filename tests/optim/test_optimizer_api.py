@@ -87,22 +87,28 @@ class _Param:
         self.name, self.lr_mult, self.wd_mult = name, lr_mult, wd_mult
 
 
+def _rates(opt, index):
+    """Parameter ``index``'s learning rate and weight decay, through MXNet's extension
+    points."""
+    return opt._get_lr(index), opt._get_wd(index)
+
+
 def test_lr_and_wd_multipliers():
     params = {0: _Param("w0", lr_mult=2.0, wd_mult=0.0), 1: _Param("w1"), 2: _Param("w2")}
     opt = create("sgd", learning_rate=0.1, wd=0.5, param_dict=params)
-    assert opt._rates(0) == pytest.approx((0.2, 0.0))
-    assert opt._rates(1) == pytest.approx((0.1, 0.5))
-    assert opt._rates(7) == pytest.approx((0.1, 0.5))  # not in param_dict
+    assert _rates(opt, 0) == pytest.approx((0.2, 0.0))
+    assert _rates(opt, 1) == pytest.approx((0.1, 0.5))
+    assert _rates(opt, 7) == pytest.approx((0.1, 0.5))  # not in param_dict
     opt.set_lr_mult({"w1": 3.0, 2: 4.0, 0: 0.5})  # by name or index; they win over the Parameter
-    assert opt._rates(0) == pytest.approx((0.05, 0.0))
-    assert opt._rates(1) == pytest.approx((0.3, 0.5))
-    assert opt._rates(2) == pytest.approx((0.4, 0.5))
-    assert opt._rates(7) == pytest.approx((0.1, 0.5))
+    assert _rates(opt, 0) == pytest.approx((0.05, 0.0))
+    assert _rates(opt, 1) == pytest.approx((0.3, 0.5))
+    assert _rates(opt, 2) == pytest.approx((0.4, 0.5))
+    assert _rates(opt, 7) == pytest.approx((0.1, 0.5))
     opt.set_wd_mult({"w2": 2.0})
-    assert opt._rates(2) == pytest.approx((0.4, 1.0)) and opt._rates(0) == (0.05, 0.0)
+    assert _rates(opt, 2) == pytest.approx((0.4, 1.0)) and _rates(opt, 0) == (0.05, 0.0)
     opt.set_lr_mult({})
-    assert opt._rates(0) == pytest.approx((0.2, 0.0))  # the Parameter's own again
-    assert opt._rates(2) == pytest.approx((0.1, 1.0))
+    assert _rates(opt, 0) == pytest.approx((0.2, 0.0))  # the Parameter's own again
+    assert _rates(opt, 2) == pytest.approx((0.1, 1.0))
     weight = nd.ones((2,))
     opt.update(0, weight, nd.ones((2,)), None)  # lr 0.2 (the Parameter's 2 x 0.1), wd 0
     assert_almost_equal(weight.asnumpy(), [0.8, 0.8])
@@ -116,7 +122,7 @@ def test_update_counts_and_adam_bias_correction_per_parameter():
     for _ in range(3):
         opt.update(0, weights[0], _rsp([0], (3, 1)), states[0])
     opt.update([1], [weights[1]], [_rsp([2], (3, 1))], [states[1]])  # list form
-    assert {i: r.step for i, r in opt.records.items()} == {0: 3, 1: 1}
+    assert {i: r.step for i, r in opt.state.items()} == {0: 3, 1: 1}
     assert opt.num_update == 3
     # a row first touched at step 4 of parameter 0 is corrected with t = 4
     opt.update(0, weights[0], _rsp([1], (3, 1)), states[0])
@@ -356,10 +362,10 @@ def test_an_optimizer_that_updated_pickles_with_its_update_counts():
     for _ in range(2):
         opt.update(0, w, g, state)
     copy = pickle.loads(pickle.dumps(opt))
-    assert copy.records[0].step == 2 and copy.num_update == 2
+    assert copy.state[0].step == 2 and copy.num_update == 2
     w2 = nd.ones((2, 3))
     copy.update(0, w2, g, copy.create_state(0, w2))
-    assert copy.records[0].step == 3 and opt.records[0].step == 2
+    assert copy.state[0].step == 3 and opt.state[0].step == 2
     assert not np.array_equal(w2.asnumpy(), np.ones((2, 3)))
 
 

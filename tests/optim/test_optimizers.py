@@ -303,7 +303,7 @@ def test_rowwise_adagrad_keeps_one_value_per_row_and_trains_an_embedding():
     loss.backward()
     trainer.step(1)
     after = emb.weight.data().asnumpy()
-    (state,) = trainer._states
+    state = trainer.optimizer.state[0].state
     assert state.shape == (10,)
     changed = np.flatnonzero(np.any(after != before, axis=1))
     assert changed.tolist() == [1, 7]

@@ -1,0 +1,60 @@
+"""``Updater`` and ``get_updater`` (MXNet's ``mx.optimizer.Updater``/``get_updater``): an
+optimizer called as ``updater(index, grad, weight)``, as a store applies it to its keys."""
+from ..arrays.dense import NDArray
+from ..base import NetsError
+from .optimizer import Optimizer
+
+__all__ = ["Updater", "get_updater"]
+
+
+class Updater:
+    """``updater(index, grad, weight)`` is ``optimizer.step(index, weight, grad)``: the
+    optimizer keeps each index's state (``optimizer.state``); ``states`` shows them as
+    MXNet's ``Updater.states`` (index -> state).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer applied.
+    """
+
+    def __init__(self, optimizer: Optimizer):
+        if not isinstance(optimizer, Optimizer):
+            raise NetsError(f"Updater: expected a nets.optim.Optimizer, got "
+                            f"{type(optimizer).__name__}")
+        self.optimizer = optimizer
+
+    def __call__(self, index, grad: NDArray, weight: NDArray) -> None:
+        """Update ``weight`` in place from ``grad`` (``Optimizer.step``).
+
+        Parameters
+        ----------
+        index : int or str
+            The key: the optimizer's parameter index (its state, multipliers, count).
+        grad : NDArray
+            The gradient.
+        weight : NDArray
+            The weight, updated in place.
+        """
+        self.optimizer.step(index, weight, grad)
+
+    @property
+    def states(self) -> dict:
+        """``{index: state}`` of the indices whose state the optimizer made (a view of
+        ``optimizer.state``; change the optimizer's, not this)."""
+        return {k: r.state for k, r in self.optimizer.state.items() if r.has_state}
+
+
+def get_updater(optimizer: Optimizer) -> Updater:
+    """An ``Updater`` applying ``optimizer`` (MXNet's ``mx.optimizer.get_updater``).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer applied.
+
+    Returns
+    -------
+    Updater
+    """
+    return Updater(optimizer)
