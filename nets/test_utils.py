@@ -12,12 +12,18 @@ from .random import generator
 __all__ = ["DENSITIES", "rand_ndarray", "rand_sparse_ndarray", "rand_shape_2d", "rand_shape_3d",
            "rand_shape_nd",
            "assert_almost_equal", "same", "default_context", "to_numpy", "default_tols",
-           "check_numeric_gradient", "make_sparse_dataset"]
+           "check_numeric_gradient", "make_sparse_dataset", "list_gpus"]
 
 
 # The densities every sparse operator test sweeps: empty, a single non-zero row, very
 # sparse, half, full.
 DENSITIES = (0.0, "one_row", 0.01, 0.5, 1.0)
+
+
+def list_gpus():
+    """The GPU ids nets can use (MXNet's ``test_utils.list_gpus``): none, since nets runs on
+    the CPU, so ``mx.gpu() if mx.test_utils.list_gpus() else mx.cpu()`` picks the CPU."""
+    return []
 
 
 def default_context():
@@ -126,7 +132,7 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
     else:
         arr = rand_ndarray(shape, stype, density, dtype, distribution or "uniform", ctx)
     if data_init is not None:
-        arr._data[...] = data_init
+        arr.values[...] = data_init
     if stype == "row_sparse":
         return arr, (arr.data.asnumpy(), arr.indices.asnumpy())
     return arr, (arr.indptr, arr.indices, arr.data)
