@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import init as init_mod
 from .. import optim
-from ..base import NetsError, current_context
+from ..base import NetsError, ShapeError, current_context
 from ..batch import DataDesc
 from ..kv import DIST_NAMES
 from ..kv.compression import from_params
@@ -484,8 +484,9 @@ class Module(BaseModule):
     # -- per batch ---------------------------------------------------------------------------
     def forward(self, data_batch: DataBatch, is_train: bool | None = None) -> None:
         """Run the symbol on ``data_batch`` (``.data`` and ``.label`` lists; labels are
-        optional when predicting). A batch of other shapes rebinds (parameters are
-        shared).
+        optional when predicting). A batch of another batch size rebinds (parameters are
+        shared); a batch whose other dimensions differ from the bound shapes (another
+        feature width) raises ``ShapeError`` and leaves every parameter as it was.
 
         Parameters
         ----------
@@ -510,7 +511,16 @@ class Module(BaseModule):
         args = self._exec.arg_dict
         new = {n: a.shape for n, a in feed.items() if a.shape != args[n].shape}
         if new:
-            self._exec = self._exec.reshape(**{n: a.shape for n, a in feed.items()})
+            # another batch size rebinds, sharing every parameter; a change that would
+            # reshape a parameter (another feature width) raises, keeping them all
+            try:
+                reshaped = self._exec.reshape(**{n: a.shape for n, a in feed.items()})
+            except ShapeError as e:
+                bound = {n: args[n].shape for n in new}
+                raise ShapeError(f"forward: the batch's shapes {new} are inconsistent with "
+                                 f"the bound shapes {bound}: only the batch size may "
+                                 f"change ({e})") from None
+            self._exec = reshaped
             self._data_shapes = [type(d)(d.name, feed[d.name].shape, d.dtype)
                                  for d in self._data_shapes]
             self._label_shapes = [type(d)(d.name, feed[d.name].shape, d.dtype)

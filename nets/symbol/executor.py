@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import autograd
-from ..base import NetsError, StorageFallbackWarning, current_context
+from ..base import NetsError, ShapeError, StorageFallbackWarning, current_context
 from ..arrays.creation import array, zeros
 from ..arrays.dense import NDArray
 from ..kernels import load_runtime
@@ -255,7 +255,7 @@ class Executor:
         if len(grads) != len(outs):
             raise NetsError(f"backward: {len(grads)} out_grads for {len(outs)} outputs")
         pairs = [(o, g if g is None or isinstance(g, NDArray) else array(g, dtype=o.dtype))
-                 for o, g in zip(outs, grads) if o._node is not None or o._grad_slot is not None]
+                 for o, g in zip(outs, grads) if autograd.in_graph(o)]
         if pairs:
             autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
                               train_mode=is_train)
@@ -284,12 +284,24 @@ class Executor:
                     raise NetsError(f"copy_params_from: {name!r} is not {what}; pass "
                                     f"allow_extra_params=True to skip it")
 
-    def reshape(self, **shapes: tuple[int, ...]) -> Executor:
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **shapes: tuple[int, ...]) -> Executor:
         """A new executor for new argument shapes; arrays whose shape is unchanged (the
         parameters) are shared with this one.
 
+        As in MXNet, an argument or auxiliary state not named in ``shapes`` whose shape
+        the new shapes would change (a weight, when a batch's feature width changes) raises
+        ``ShapeError`` naming it, unless ``partial_shaping``: a new executor would give it
+        fresh zeros and the trained values would be lost.
+
         Parameters
         ----------
+        partial_shaping : bool, default False
+            Allow arguments not named in ``shapes`` to change shape (they get new zero
+            arrays).
+        allow_up_sizing : bool, default False
+            Accepted for MXNet (its executors share one memory pool; nets allocates each
+            array).
         **shapes : tuple of int
             New shapes of arguments by name.
 
@@ -299,6 +311,16 @@ class Executor:
             The new executor.
         """
         bound = {**self.arg_dict, **self.aux_dict}
+        if not partial_shaping:
+            arg_shapes, _, aux_shapes = self._symbol.infer_shape_partial(**shapes)
+            names = self._symbol.list_arguments() + self._symbol.list_auxiliary_states()
+            for name, shape in zip(names, arg_shapes + aux_shapes):
+                if name not in shapes and shape is not None and tuple(shape) != \
+                        bound[name].shape:
+                    raise ShapeError(
+                        f"Executor.reshape: {name!r} would change shape from "
+                        f"{bound[name].shape} to {tuple(shape)} with the new shapes {shapes}; "
+                        f"its values would be lost (pass partial_shaping=True to allow it)")
         return simple_bind(self._symbol, self._ctx, self._grad_req,
                            {n: a.dtype for n, a in bound.items()},
                            {n: a.stype for n, a in bound.items()}, self, shapes)
