@@ -95,7 +95,6 @@ VARIANTS = [
 MODULES = {"nets": "nets", "torch": "torch", "sklearn": "sklearn", "numpy": "numpy",
            "python": "json"}
 MXNET_LIBSVMITER_MBS = 110  # the top of MXNet's LibSVMIter figure (~90-110 MB/s)
-W0_BUDGET_US = 175  # see README.md: ~8 op applications, 2 updates, the engine
 
 
 # ============================================================================ workers =====
@@ -673,21 +672,23 @@ def goals(res):
         _ratio(res, "W3", "nets-rowwise", "torch-adagrad", None,
                "W3 row-wise AdaGrad: nets / torch Adagrad"),
         _ratio(res, "W4", "nets-load", "sklearn", 10.0, "W4: load_libsvm / sklearn"),
-        _ratio(res, "W0", "nets", "torch", None, "W0: torch us / nets us",
+        _ratio(res, "W0", "nets", "torch", 2.0, "W0: torch us / nets us",
                lower_is_better=True),
     ]
     if "W4" in res and "median" in res["W4"].get("nets-iter", {}):
         v = res["W4"]["nets-iter"]["median"] / MXNET_LIBSVMITER_MBS
-        out.append({"what": f"W4: LibSVMIter / MXNet's {MXNET_LIBSVMITER_MBS} MB/s",
-                    "value": v, "goal": 2.0, "met": v >= 2.0})
+        # a figure, not a goal: MXNet's rate is not measured in this run
+        out.append({"what": f"W4: LibSVMIter / MXNet's published {MXNET_LIBSVMITER_MBS} "
+                            f"MB/s", "value": v, "goal": None, "met": None})
     bandwidth = res.get("W5", {}).get("bandwidth", {}).get("median")
     for key in ("csr-dense", "csr-t-dense", "lazy-adam"):
         r = res.get("W5", {}).get(key, {})
         if "median" in r and bandwidth:
             bound_ms = r["extra"]["bytes"] / (bandwidth * 1e9) * 1e3
             v = r["median"] / bound_ms
+            # a figure: how far a kernel is from its bytes at this machine's copy bandwidth
             out.append({"what": f"W5 {key}: {r['median']:.3f} ms / bound {bound_ms:.3f} ms",
-                        "value": v, "goal": 3.0, "met": v <= 3.0, "lower_is_better": True})
+                        "value": v, "goal": None, "met": None, "lower_is_better": True})
     for w, a, b in (("W2", "nets-rsp", "torch-sparse"), ("W3", "nets-sgd", "torch-sgd"),
                     ("W3", "nets-adam", "torch-adam")):
         try:
@@ -696,11 +697,6 @@ def goals(res):
             continue
         out.append({"what": f"{w} peak RSS: {b} / {a}", "value": y / x, "goal": 1.0,
                     "met": x <= y})
-    r = res.get("W0", {}).get("nets", {})
-    if "median" in r:
-        out.append({"what": f"W0: nets tiny step us vs budget {W0_BUDGET_US} us",
-                    "value": r["median"], "goal": W0_BUDGET_US,
-                    "met": r["median"] <= W0_BUDGET_US, "lower_is_better": True})
     return [g for g in out if g is not None]
 
 
