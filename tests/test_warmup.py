@@ -120,7 +120,8 @@ def test_cache_state_line():
 
 def test_first_compile_prints_one_notice(tmp_path):
     """The first kernel compiled in a process prints the notice on stderr, once however many
-    compile; a process that finds them cached prints nothing."""
+    compile; a process that finds them cached prints nothing. (The fast compile path's
+    notice: the plain path has no compile hook, tests/kernels/test_plain_numba.py.)"""
     cache = tmp_path / "cache"
     code = """
 import numpy as np
@@ -130,17 +131,18 @@ dense.outer(a, a)
 reduce.row_sums(np.ones((2, 3)))
 dense.outer(a.astype(np.float32), a.astype(np.float32))
 """
-    first = _python(code, cache)
+    first = _python(code, cache, NETS_PLAIN_NUMBA="0")
     assert first.stderr.count(NOTICE) == 1, first.stderr
-    assert _python(code, cache).stderr == ""
+    assert _python(code, cache, NETS_PLAIN_NUMBA="0").stderr == ""
 
 
 def test_every_kernel_runs_in_a_process_that_only_loads_them():
     """A process whose kernels are all cached loads them without numba's compiler registries
-    (``kernels._jit._KernelCache``). Run the whole warmup once against this run's cache (it
-    compiles only what is missing), then again in a new process: there every warmup step
-    calls its kernels loaded from the cache, never compiling (no notice) — a kernel that
-    needed a symbol only those registries install would fail here."""
+    (``kernels._numba_internals._KernelCache``, on the fast compile path). Run the whole
+    warmup once against this run's cache (it compiles only what is missing), then again in
+    a new process: there every warmup step calls its kernels loaded from the cache, never
+    compiling (no notice) — a kernel that needed a symbol only those registries install
+    would fail here."""
     env = {k: v for k, v in os.environ.items()}
     env["TQDM_DISABLE"] = "1"
     code = "import sys; from nets import cli; sys.exit(cli.main(['warmup']))"

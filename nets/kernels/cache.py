@@ -3,9 +3,10 @@
 A kernel compiles on its first call in a process unless numba's cache holds it for this
 machine and for the kernel's current code; ``nets warmup`` fills the cache ahead, and
 ``nets info`` reports it through ``location`` and ``status``, which read numba's cache index
-files without compiling or loading any kernel. ``compile_ahead`` has a second process
-compile kernels a command will need while this one compiles others (both cores at work
-on a cold cache).
+files without compiling or loading any kernel (through ``_numba_internals``, on either
+compile path; where numba's internals are not the ones nets is tested with, they report
+what they cannot read as unknown). ``compile_ahead`` has a second process compile kernels a
+command will need while this one compiles others (both cores at work on a cold cache).
 """
 import atexit
 import importlib
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import threading
 
-from . import _jit
+from . import _jit, _numba_internals
 
 # numba's cache locators (numba.core.caching), by the folder each one picks
 _ORIGINS = {"UserProvidedCacheLocator": "NUMBA_CACHE_DIR",
@@ -44,30 +45,30 @@ def location():
     """``(folder, origin)``: the folder numba caches the kernels in, as numba chose it for
     this process (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the kernel modules when
     writable, else a user-wide folder), and which of these it is. ``(None, reason)`` when
-    numba does not compile (``NUMBA_DISABLE_JIT=1``)."""
-    compiled = [k for k in kernels() if getattr(k, "_cache", None) is not None]
+    numba does not compile (``NUMBA_DISABLE_JIT=1``), or when numba's internals are not the
+    ones nets reads and ``NUMBA_CACHE_DIR`` is unset (``(NUMBA_CACHE_DIR, ...)`` when set)."""
+    compiled = [k for k in kernels() if k is not getattr(k, "py_func", k)]
     if not compiled:
         return None, "NUMBA_DISABLE_JIT is set: kernels run as Python"
-    locator = compiled[0]._cache._impl.locator
-    kind = type(locator).__name__.lstrip("_")
-    return locator.get_cache_path(), _ORIGINS.get(kind, kind)
+    found = _numba_internals.cache_location(compiled[0])
+    if found is None:
+        folder = os.environ.get("NUMBA_CACHE_DIR", "").strip()
+        if folder:
+            return folder, "NUMBA_CACHE_DIR"
+        return None, f"unknown: {_numba_internals.MISMATCH}"
+    folder, kind = found
+    return folder, _ORIGINS.get(kind, kind)
 
 
 def status():
     """``{kernel name: variants}``: for every kernel, how many compiled variants (argument
     types) numba's cache holds that it would load in this process: compiled for this CPU,
-    from the kernel's current code. 0: the kernel compiles on its first call."""
-    out = {}
-    for kernel in kernels():
-        cache = getattr(kernel, "_cache", None)
-        if cache is None:
-            out[name(kernel)] = 0
-            continue
-        codegen = kernel.targetctx.codegen()
-        magic, current = codegen.magic_tuple(), cache._index_key(None, codegen)[2]
-        index = cache._cache_file._load_index()  # {} when missing or stale
-        out[name(kernel)] = sum(1 for key in index if key[1] == magic and key[2] == current)
-    return out
+    from the kernel's current code, by this process's compile path (the fast path and the
+    plain one keep separate entries). 0: the kernel compiles on its first call, or the
+    count is unknown (numba's internals are not the ones nets reads: ``location`` says
+    so)."""
+    return {name(kernel): _numba_internals.cached_variants(kernel) or 0
+            for kernel in kernels()}
 
 
 def set_notice(enabled):
@@ -80,9 +81,10 @@ def compile_ahead(argv):
     """Run the command ``argv`` in a child process from this process's first kernel
     compile on: a command that calls, and so compiles into the same cache, kernels this
     process will need later, while this process compiles the ones it needs first (the
-    locks of ``_jit.Kernel.compile`` make each kernel compile once, in whichever process
-    reaches it first; the other loads it). Nothing starts when every kernel this process
-    calls is cached. The child never outlives this process: it is killed when this
+    locks of ``_numba_internals.Kernel.compile`` make each kernel compile once, in whichever
+    process reaches it first; the other loads it). Nothing starts when every kernel this
+    process calls is cached, nor on the plain compile path (``_jit``), which has no
+    first-compile hook. The child never outlives this process: it is killed when this
     process exits, and the child's stdin is a pipe from this process that ``watch_parent``
     (which the child must call) turns into an exit when this process ends otherwise.
     Once this process has compiled a kernel, its first compile is past: nothing starts.
