@@ -205,99 +205,17 @@ def _warmup(args):
 
 # -- training helpers shared by demo and train -------------------------------------------
 
-def _batches(path, n_features, batch_size, round_batch=False):
-    from .data import LibSVMIter
-    return LibSVMIter(data_libsvm=path, data_shape=(n_features,), label_shape=(1,),
-                      batch_size=batch_size, round_batch=round_batch)
-
-
-def _unpadded(batch):
-    """A batch's data and label without the padding rows the iterator appends to its last
-    batch (empty rows with zero labels, which would otherwise be trained on): a batch
-    larger than the dataset is the whole dataset."""
-    x, y = batch.data[0], batch.label[0]
-    if batch.pad:
-        n = x.shape[0] - batch.pad
-        x, y = x[0:n], y[0:n]
-    return x, y
-
-
-def _stream(batches, target=None):
-    """One pass over the ``LibSVMIter`` ``batches`` as ``(data, label)`` pairs, without
-    padding; ``target`` maps each label batch (see ``_target``)."""
-    def one_pass():
-        batches.reset()
-        for batch in batches:
-            x, y = _unpadded(batch)
-            yield x, (y if target is None else target(y))
-    return one_pass
-
-
-def _slices(blocks, batch_size, target=None, keep=True):
-    """Passes over the rows of the ``(X, y)`` blocks in batches of ``batch_size`` consecutive
-    rows, as if the blocks were one array: a batch within a block is a view of it, one across
-    two blocks a copy; ``target`` maps each block's labels (see ``_target``). The blocks are
-    read once: with ``keep`` the batches are kept for later passes; without, there is one
-    pass, and a block is let go once its batches are done (memory stays a few blocks)."""
-    batches, kept, started = _rebatched(blocks, batch_size, target), [], False
-
-    def one_pass():
-        nonlocal started
-        if started and not keep:
-            raise RuntimeError("_slices(keep=False) makes one pass: its batches are gone")
-        started = True
-        yield from kept
-        for batch in batches:  # (the first pass; a later one finds them all kept)
-            if keep:
-                kept.append(batch)
-            yield batch
-    return one_pass
-
-
-def _rebatched(blocks, batch_size, target):
-    """The rows of the ``(X, y)`` blocks in batches of ``batch_size`` (the last smaller)."""
-    held, n_held = [], 0  # the next batch's pieces, fewer than batch_size rows in all
-    for X, y in blocks:
-        y = y if target is None else target(y)
-        a, n = 0, X.shape[0]
-        while a < n:
-            take = min(batch_size - n_held, n - a)
-            piece = (X[a:a + take], y[a:a + take])
-            a += take
-            if take == batch_size:
-                yield piece
-                continue
-            held.append(piece)
-            n_held += take
-            if n_held == batch_size:
-                yield _joined(held)
-                held, n_held = [], 0
-    if held:
-        yield _joined(held)
-
-
-def _joined(pieces):
-    """One ``(X, y)`` batch of the rows of consecutive ``(X, y)`` pieces."""
-    from .nd import concat
-    if len(pieces) == 1:
-        return pieces[0]
-    return (concat(*[x for x, _ in pieces], dim=0), concat(*[y for _, y in pieces], dim=0))
-
-
-def _blocks(path, features):
-    """The ``(X, y)`` blocks of a LibSVM file read zero-based with ``features`` columns, as
-    ``_load`` reads it whole; with more than one thread they are parsed ahead in a
-    background thread, which starts now (training on a block overlaps parsing the next),
-    on one thread fewer than nets uses: the training thread keeps a core of its own."""
-    from .data import libsvm
-    from .data.iterators import Background
-    from .parallel import get_num_threads
-    threads = get_num_threads()
-    if threads == 1:
-        return libsvm.libsvm_blocks(path, features, zero_based=True, block=libsvm.READ_BLOCK)
-    return Background(libsvm.libsvm_blocks(path, features, zero_based=True,
-                                           block=libsvm.READ_BLOCK, threads=threads - 1),
-                      name="nets-parse")
+def _reader(path, what, features, batch_size, read, keep=True):
+    """``nets.data.LibSVMReader`` over the file ``path`` (the command's argument ``what``),
+    zero-based; its complaint about a stream's unknown width in the command's options."""
+    from . import NetsError
+    from .data import LibSVMReader, StreamWidthError
+    try:
+        return LibSVMReader(path, batch_size, n_features=features, read=read, keep=keep)
+    except StreamWidthError:
+        raise NetsError(f"{what} {path} is a pipe or FIFO, which can be read only once: give "
+                        f"--features N (the feature count) to train on it, or --read "
+                        f"memory") from None
 
 
 BAR_DELAY = 0.5  # seconds a pass runs before its progress bar is drawn
@@ -316,18 +234,20 @@ def _bar(iterable, **options):
     return tqdm(iterable, file=sys.stderr, **options)
 
 
-def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, total=None):
-    """One pass over the ``(data, label)`` batches that ``one_pass()`` yields (``total`` of
-    them, if known, for the progress bar); trains when ``trainer`` is given. Returns (mean
-    loss, list of (label, output) numpy pairs for metrics, number of batches)."""
+def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_batch=None):
+    """One pass over the ``(data, label)`` batches of the reader ``batches`` (its
+    ``num_batches``, once known, sizes the progress bar), labels mapped by ``target`` (see
+    ``_target``); trains when ``trainer`` is given. Returns (mean loss, list of (label,
+    output) numpy pairs for metrics)."""
     from . import autograd
     loss_sum, count, seen = 0.0, 0, []
     # (the bar closes, clearing its line, before an error or interruption is reported; it
     # is first drawn after BAR_DELAY seconds, inside the `with`: a short pass draws none,
     # and Ctrl-C never leaves one drawn by the constructor)
-    with _bar(one_pass(), desc=desc, unit="batch", leave=False, total=total,
+    with _bar(batches, desc=desc, unit="batch", leave=False, total=batches.num_batches,
               delay=BAR_DELAY) as bar:
         for x, y in bar:
+            y = y if target is None else target(y)
             if trainer is not None:
                 with autograd.record():
                     out = net(x)
@@ -342,7 +262,7 @@ def _run_epoch(net, loss_fn, one_pass, trainer=None, desc="", on_batch=None, tot
             loss_sum += float(loss.asnumpy().sum())
             count += x.shape[0]
             seen.append((y.asnumpy(), out.asnumpy()))
-    return loss_sum / max(count, 1), seen, len(seen)
+    return loss_sum / max(count, 1), seen
 
 
 # -- demo -----------------------------------------------------------------------------------
@@ -356,8 +276,9 @@ def _demo(args):
     """The MXNet Gluon sparse tutorial's three variants of a ``features -> 128 -> 8 -> 1``
     network on a learnable synthetic problem: features with power-law popularity (as in
     click logs, so features recur), labels drawn from a sparse ground-truth model, a fifth
-    of the rows held out. Prints each variant's epoch time, weight and gradient memory,
-    final training loss and held-out log-loss and AUC; ``--plot`` saves the comparison."""
+    of the rows held out. Prints each epoch's training and held-out loss, then each
+    variant's epoch time, weight and gradient memory, final training loss and held-out
+    log-loss and AUC; ``--plot`` saves the comparison."""
     import numpy as np
     _work_begins()
 
@@ -366,6 +287,7 @@ def _demo(args):
     if args.plot:
         _check_writable(args.plot, "--plot")
         _matplotlib()  # (refused before the work when it is not installed)
+    _seed(args)
     nnz = min(10, args.features)
     print(f"Generating {args.samples:,} x {args.features:,} CSR data, {nnz} non-zeros per row "
           f"(power-law feature popularity), labels from a sparse ground-truth model ...")
@@ -382,9 +304,9 @@ def _demo(args):
         path = os.path.join(tmp, "demo.libsvm")
         data.save_libsvm(path, X[:n_train], y[:n_train])
         print(f"Wrote the {n_train:,} training rows to {path} "
-              f"({os.path.getsize(path) / 1e6:.2f} MB); reading them back with LibSVMIter "
+              f"({os.path.getsize(path) / 1e6:.2f} MB); reading them back with LibSVMReader "
               f"(batch {args.batch_size}); {args.samples - n_train:,} rows held out")
-        batches = _batches(path, args.features, args.batch_size)
+        batches = _reader(path, "the demo's file", args.features, args.batch_size, "stream")
         for name, first in zip(DEMO_VARIANTS, makers):
             net = layers.Sequential()
             net.add(first(), layers.Activation("sigmoid"), layers.Dense(8, in_units=128),
@@ -400,16 +322,16 @@ def _demo(args):
             times, losses = [], []
             for epoch in range(args.epochs):
                 t0 = time.perf_counter()
-                final, _, _ = _run_epoch(net, loss_fn, _stream(batches), trainer,
-                                         desc=f"{name} epoch {epoch + 1}", on_batch=measure,
-                                         total=-(-n_train // args.batch_size))
+                final, _ = _run_epoch(net, loss_fn, batches, trainer,
+                                      desc=f"{name} epoch {epoch + 1}", on_batch=measure)
                 times.append(time.perf_counter() - t0)
                 losses.append(final)
-            scores = np.concatenate([net(X_test[i:i + args.batch_size]).asnumpy().ravel()
-                                     for i in range(0, X_test.shape[0], args.batch_size)] or
-                                    [np.zeros(0)])
+                held_out = _held_out(y_test, _scores(net, X_test, args.batch_size))
+                print(f"  epoch {epoch + 1}/{args.epochs}  {name}: train loss {final:.4f}  "
+                      f"held-out loss {held_out[0]:.4f}  held-out AUC {held_out[1]:.4f}  "
+                      f"({times[-1]:.2f}s)", flush=True)
             rows.append((name, min(times), w.data().nbytes, grad_bytes[0], losses[-1],
-                         *_held_out(y_test, scores)))
+                         *held_out))
             curves.append(losses)
             del net, trainer
     header = ("variant", "epoch s", "weight MB", "grad MB", "train loss", "test loss",
@@ -425,6 +347,21 @@ def _demo(args):
         _plot_demo(args.plot, rows, curves)
         print(f"saved the comparison chart to {args.plot}")
     return 0
+
+
+def _scores(net, X, batch_size):
+    """``net``'s raw outputs (numpy, one per row) over the CSR rows ``X``, a batch at a
+    time."""
+    import numpy as np
+    return np.concatenate([net(X[i:i + batch_size]).asnumpy().ravel()
+                           for i in range(0, X.shape[0], batch_size)] or [np.zeros(0)])
+
+
+def _seed(args):
+    """``--seed N``: seed every random source of nets (``nets.random.seed``)."""
+    if args.seed is not None:
+        from . import random
+        random.seed(args.seed)
 
 
 def _held_out(labels, scores):
@@ -517,13 +454,18 @@ def _target(cfg):
 
     def softmax(y):
         v = y.asnumpy()
-        bad = (v < 0) | (v >= cfg["classes"]) | (v != v.round())
+        bad = _not_class_ids(v, cfg["classes"])
         if bad.any():
             k = cfg["classes"]
             raise NetsError(f"label {v[bad][0].item()!r} is not a class id in [0, {k}) "
                             f"(--classes {k})")
         return y
     return {"logistic": logistic, "softmax": softmax}.get(cfg["loss"])
+
+
+def _not_class_ids(v, classes):
+    """Where the labels ``v`` (numpy) are not class ids in ``[0, classes)``."""
+    return (v < 0) | (v >= classes) | (v != v.round())
 
 
 def _to_output(cfg, raw):
@@ -557,78 +499,13 @@ def _metrics(cfg, seen):
     return {"rmse": rmse.get()[1]}
 
 
-READ_HELP = ("how to read the LibSVM files: 'memory' parses each file whole (on every thread) "
-             "and batches its rows; 'stream' reads them in blocks as it goes (memory bounded "
-             "by the block, for files larger than memory; a pipe or FIFO needs --features "
-             "then); 'auto' (the default) picks 'memory' when the files are regular and their "
-             "size (a compressed file's times 10) is at most a quarter of the available "
-             "memory (MemAvailable, within the cgroup's limit), else 'stream'")
-MEMORY_SHARE = 4  # 'auto' reads files into memory when they take at most this part of it
-COMPRESSION_RATIO = 10  # 'auto' counts a compressed file as this many times its size
-
-
-def _available_memory():
-    """Bytes of memory this process may still take (``MemAvailable`` of /proc/meminfo,
-    capped by a cgroup v2 limit less its usage), or None where neither is known."""
-    found = []
-    try:
-        with open("/proc/meminfo") as f:
-            found += [int(line.split()[1]) * 1024 for line in f
-                      if line.startswith("MemAvailable:")]
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        if limit != "max":
-            with open("/sys/fs/cgroup/memory.current") as f:
-                found.append(int(limit) - int(f.read().strip()))
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
-
-
-def _read_mode(choice, paths):
-    """``'memory'`` or ``'stream'`` for ``--read choice`` over the files ``paths`` (the
-    rule of ``READ_HELP``)."""
-    from .data.libsvm import TextReader
-    if choice != "auto":
-        return choice
-    total = 0
-    for path in paths:
-        if not os.path.isfile(path):  # a pipe or FIFO: its size is unknown
-            return "stream"
-        with TextReader(path) as text:
-            total += os.path.getsize(path) * (COMPRESSION_RATIO if text.compression else 1)
-    available = _available_memory()
-    return "memory" if available is not None and total * MEMORY_SHARE <= available else "stream"
-
-
-def _scan_features(path, what):
-    """Feature count of a LibSVM file, read zero-based as ``LibSVMIter`` reads it, block by
-    block (memory bounded). A pipe or FIFO can be read only once, and the training pass
-    needs it: ``--features`` then."""
-    from . import NetsError
-    from .data.libsvm import libsvm_width
-    if not os.path.isfile(path):
-        raise NetsError(f"{what} {path} is a pipe or FIFO, which can be read only once: give "
-                        f"--features N (the feature count) to train on it, or --read memory")
-    return libsvm_width(path, zero_based=True)
-
-
-def _load(path, features):
-    """``(X, y)`` of a LibSVM file parsed whole (``load_libsvm``, on every thread), read
-    zero-based as ``LibSVMIter`` reads it; ``features`` None: its largest index + 1."""
-    from .data import load_libsvm
-    return load_libsvm(path, n_features=features, zero_based=True)
-
-
-def _widened(X, features):
-    """The CSR rows ``X`` with ``features`` columns (at least its own)."""
-    from .nd import sparse
-    if X.shape[1] == features:
-        return X
-    return sparse.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], features))
+READ_HELP = ("how to read the LibSVM files: 'memory' parses each file whole (with --features: "
+             "block by block, ahead of the training, in a thread) and keeps its rows; "
+             "'stream' reads them in blocks at every epoch (memory bounded by the block, for "
+             "files larger than memory; a pipe or FIFO needs --features then); 'auto' picks "
+             "'memory' when the files are regular and their size (a compressed file's times "
+             "10) is at most a quarter of the available memory (MemAvailable, within the "
+             "cgroup's limit), else 'stream' (nets.data.read_mode)")
 
 
 # optimizer -> (learning rate, batch size) when --lr / --batch-size are not given: AdaGrad's
@@ -658,33 +535,19 @@ def _train(args):
     batch_size = batch_size if args.batch_size is None else args.batch_size
     cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
-    files = [args.train] + ([args.val] if args.val else [])
-    n_train = n_val = None  # batch counts, known after the first pass if not before
+    _seed(args)
+    files = [(args.train, "TRAIN")] + ([(args.val, "--val")] if args.val else [])
     with contextlib.ExitStack() as reading:
         target = _target(cfg)
         _warm_ahead(cfg, args.optimizer, {"wd": args.wd, "wd_mode": args.wd_mode})
-        if _read_mode(args.read, files) == "memory":
-            if args.features is None:  # the model's width is the files': read them whole
-                data = [_load(path, None) for path in files]
-                features = max(X.shape[1] for X, _ in data)
-                blocks = [[(_widened(X, features), y)] for X, y in data]
-                n_train, *n_val = [-(-X.shape[0] // batch_size) for X, _ in data]
-                n_val = n_val[0] if n_val else None
-            else:  # parsed block by block (ahead, in a thread) as training goes
-                features = args.features
-                blocks = [reading.enter_context(contextlib.closing(_blocks(path, features)))
-                          for path in files]
-            again = args.epochs > 1  # (a later epoch passes over the rows again)
-            train_pass = _slices(blocks[0], batch_size, target, keep=again)
-            val_pass = _slices(blocks[1], batch_size, target, keep=again) if args.val else None
-        else:
-            features = args.features
-            if features is None:
-                features = max(_scan_features(path, what)
-                               for path, what in zip(files, ("TRAIN", "--val")))
-            train_pass = _stream(_batches(args.train, features, batch_size), target)
-            val_pass = (_stream(_batches(args.val, features, batch_size), target)
-                        if args.val else None)
+        from .data import read_mode
+        read = read_mode(args.read, [path for path, _ in files])
+        readers = [reading.enter_context(_reader(path, what, args.features, batch_size, read,
+                                                 keep=args.epochs > 1))
+                   for path, what in files]
+        features = max(r.n_features for r in readers)
+        for r in readers:  # (the model is as wide as the widest file)
+            r.n_features = features
         if args.features is None:
             print(f"--features not given: found {features} features", file=sys.stderr)
         cfg["features"] = features
@@ -697,14 +560,14 @@ def _train(args):
         _work_begins()
         for epoch in range(1, args.epochs + 1):
             t0 = time.perf_counter()
-            train_loss, seen, n_train = _run_epoch(net, loss_fn, train_pass, trainer,
-                                                   desc=f"epoch {epoch}", total=n_train)
+            train_loss, seen = _run_epoch(net, loss_fn, readers[0], trainer, target,
+                                          desc=f"epoch {epoch}")
             parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
                      f"train loss {train_loss:.4f}"]
             parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
-            if val_pass is not None:
-                val_loss, vseen, n_val = _run_epoch(net, loss_fn, val_pass, desc="validation",
-                                                    total=n_val)
+            if args.val:
+                val_loss, vseen = _run_epoch(net, loss_fn, readers[1], target=target,
+                                             desc="validation")
                 parts.append(f"val loss {val_loss:.4f}")
                 parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
             print("  ".join(parts))
@@ -715,7 +578,10 @@ def _train(args):
 
 
 def _predict(args):
-    """Write predictions of a model saved by ``nets train --save``."""
+    """Write predictions of a model saved by ``nets train --save``, then print one line: the
+    rows predicted, where to, and the metrics against the file's labels (when they suit the
+    model: class ids for softmax): on stdout with ``--output``, else on stderr, after the
+    predictions."""
     from . import NetsError
     from .layers import Block
     _check_numbers(args, positive=("batch_size",))
@@ -727,30 +593,48 @@ def _predict(args):
     cfg = (extra or {}).get("nets_cli_model")
     if cfg is None:
         raise NetsError(f"{args.model}: not a model saved by `nets train --save`")
-    with contextlib.ExitStack() as reading:
-        if _read_mode(args.read, [args.data]) == "memory":  # (parsing while the model loads)
-            blocks = reading.enter_context(contextlib.closing(_blocks(args.data,
-                                                                      cfg["features"])))
-            one_pass = _slices(blocks, args.batch_size, keep=False)
-        else:
-            one_pass = _stream(_batches(args.data, cfg["features"], args.batch_size))
+    with contextlib.ExitStack() as reading:  # (parsing while the model loads)
+        batches = reading.enter_context(_reader(args.data, "DATA", cfg["features"],
+                                                args.batch_size, args.read, keep=False))
         net = _build(cfg)
         net.load_parameters(args.model)
         _work_begins()
-        _write_predictions(args, cfg, net, one_pass)
+        seen = _write_predictions(args, cfg, net, batches)
+    rows = sum(len(y) for y, _ in seen)
+    parts = [f"predicted {rows} rows to {args.output or 'standard output'}"]
+    parts += [f"{k} {v:.4f}" for k, v in _predict_metrics(cfg, seen).items()]
+    print("  ".join(parts), file=sys.stdout if args.output else sys.stderr)
     return 0
 
 
-def _write_predictions(args, cfg, net, one_pass):
-    """Write the predictions of ``net`` over the batches of ``one_pass()`` to ``--output``
-    (atomically) or standard output."""
+def _predict_metrics(cfg, seen):
+    """``_metrics`` of the ``(label, output)`` pairs ``seen`` against the file's labels, as
+    training maps them; none for softmax when the labels are not class ids."""
+    import numpy as np
+    if not seen:
+        return {}
+    y = np.concatenate([s[0] for s in seen])
+    if cfg["loss"] == "softmax" and _not_class_ids(y, cfg["classes"]).any():
+        return {}
+    if cfg["loss"] == "logistic":
+        y = (y > 0).astype(y.dtype)
+    return _metrics(cfg, [(y, np.concatenate([s[1] for s in seen]))])
+
+
+def _write_predictions(args, cfg, net, batches):
+    """Write the predictions of ``net`` over the batches of the reader ``batches`` to
+    ``--output`` (atomically) or standard output; returns the ``(label, output)`` numpy
+    pairs of the batches."""
     from .serialization import write_atomically
+    seen = []
 
     def chunks():
         """The predictions' text, a chunk per batch: a line per row (softmax: the K class
         probabilities)."""
-        for x, _ in one_pass():
-            pred = _to_output(cfg, net(x).asnumpy())
+        for x, y in batches:
+            raw = net(x).asnumpy()
+            seen.append((y.asnumpy(), raw))
+            pred = _to_output(cfg, raw)
             yield "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
                           for row in (pred if pred.ndim > 1 else pred[:, None]))
 
@@ -762,6 +646,8 @@ def _write_predictions(args, cfg, net, one_pass):
     else:
         for chunk in chunks():
             sys.stdout.write(chunk)
+        sys.stdout.flush()
+    return seen
 
 
 # -- argument checking ---------------------------------------------------------------------------
@@ -831,49 +717,113 @@ def build_parser():
     p.set_defaults(func=_warmup)
 
     p = sub.add_parser("demo", help="the MXNet Gluon sparse tutorial's three variants on a "
-                                    "learnable synthetic problem")
-    p.add_argument("--samples", type=int, default=10_000)
-    p.add_argument("--features", type=int, default=100_000)
-    p.add_argument("--batch-size", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--plot", metavar="FILE.png", help="save the comparison chart (matplotlib)")
+                                    "learnable synthetic problem",
+                       formatter_class=_HelpFormatter, epilog=DEMO_EXAMPLE)
+    p.add_argument("--samples", type=int, default=10_000, help="rows generated (a fifth "
+                                                                 "held out)")
+    p.add_argument("--features", type=int, default=100_000, help="feature count")
+    p.add_argument("--batch-size", type=int, default=100, help="rows per training step")
+    p.add_argument("--epochs", type=int, default=3, help="passes over the training rows")
+    p.add_argument("--seed", type=int, help=SEED_HELP)
+    p.add_argument("--plot", metavar="FILE.png", help="save the comparison chart (matplotlib; "
+                                                      "default: no chart)")
     p.set_defaults(func=_demo)
 
-    p = sub.add_parser("train", help="train a sparse model on a LibSVM file")
-    p.add_argument("train", metavar="TRAIN.libsvm")
-    p.add_argument("--val", metavar="VAL.libsvm")
-    p.add_argument("--features", type=int, help="feature count (scanned when absent)")
-    p.add_argument("--model", default="linear", help="'linear' or 'mlp:128,8'")
-    p.add_argument("--loss", choices=sorted(_TASKS), default="logistic")
-    p.add_argument("--classes", type=int, help="number of classes for --loss softmax")
-    p.add_argument("--optimizer", default="adam")
+    p = sub.add_parser("train", help="train a sparse model on a LibSVM file",
+                       formatter_class=_HelpFormatter, epilog=TRAIN_EXAMPLE)
+    p.add_argument("train", metavar="TRAIN.libsvm", help="the training file (zero-based "
+                                                         "LibSVM; a pipe or a compressed "
+                                                         "file too)")
+    p.add_argument("--val", metavar="VAL.libsvm", help="a held-out file, evaluated after "
+                                                       "each epoch (default: none)")
+    p.add_argument("--features", type=int, help="feature count (default: the files' largest "
+                                                "index + 1, found by reading them)")
+    p.add_argument("--model", default="linear", help="'linear', or 'mlp:UNITS[,UNITS...]' "
+                                                     "for ReLU hidden layers (e.g. mlp:128,8)")
+    p.add_argument("--loss", choices=sorted(_TASKS), default="logistic",
+                   help="logistic (binary labels: > 0 is positive), l2 (regression) or "
+                        "softmax (class ids 0..K-1, with --classes K)")
+    p.add_argument("--classes", type=int, help="number of classes for --loss softmax "
+                                               "(default: none)")
+    p.add_argument("--optimizer", default="adam", type=str.lower, choices=_Optimizers(),
+                   metavar="NAME", help="one of: %(choices)s")
     by_optimizer = ", ".join(f"{lr} for {k}" for k, (lr, _) in _DEFAULTS.items())
     p.add_argument("--lr", type=float, help=f"learning rate (default: {by_optimizer}, "
                                             f"else {_DEFAULT[0]})")
-    p.add_argument("--wd", type=float, default=0.0)
-    p.add_argument("--wd-mode", choices=["lazy", "catchup", "dense"], default="lazy")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--wd", type=float, default=0.0, help="weight decay")
+    p.add_argument("--wd-mode", choices=["lazy", "catchup", "dense"], default="lazy",
+                   help="weight decay with sparse gradients: lazy (touched rows only), "
+                        "catchup (a row's missed decay when next touched) or dense")
+    p.add_argument("--epochs", type=int, default=3, help="passes over TRAIN")
     by_optimizer = ", ".join(f"{batch} for {k}" for k, (_, batch) in _DEFAULTS.items())
     p.add_argument("--batch-size", type=int, help=f"rows per training step (default: "
                                                   f"{by_optimizer}, else {_DEFAULT[1]})")
     p.add_argument("--read", choices=["auto", "memory", "stream"], default="auto",
                    help=READ_HELP)
-    p.add_argument("--save", metavar="MODEL.npz")
+    p.add_argument("--seed", type=int, help=SEED_HELP)
+    p.add_argument("--save", metavar="MODEL.npz", help="save the trained model (default: not "
+                                                       "saved)")
     p.set_defaults(func=_train)
 
-    p = sub.add_parser("predict", help="predict with a model saved by `nets train --save`")
-    p.add_argument("model", metavar="MODEL.npz")
-    p.add_argument("data", metavar="DATA.libsvm")
-    p.add_argument("--output", metavar="PREDS.txt", help="default: standard output")
-    p.add_argument("--batch-size", type=int, default=512)
+    p = sub.add_parser("predict", help="predict with a model saved by `nets train --save`",
+                       formatter_class=_HelpFormatter, epilog=PREDICT_EXAMPLE)
+    p.add_argument("model", metavar="MODEL.npz", help="a model saved by `nets train --save`")
+    p.add_argument("data", metavar="DATA.libsvm", help="the rows to predict")
+    p.add_argument("--output", metavar="PREDS.txt", help="where the predictions go, a line "
+                                                         "per row (default: standard output)")
+    p.add_argument("--batch-size", type=int, default=512, help="rows per forward pass")
     p.add_argument("--read", choices=["auto", "memory", "stream"], default="auto",
                    help=READ_HELP)
     p.set_defaults(func=_predict)
     return parser
 
 
+SEED_HELP = ("seed every random source of nets (nets.random.seed) for a reproducible run "
+             "(default: unseeded). With one thread (NETS_NUM_THREADS=1) a seed gives the same "
+             "model bit for bit; with several, parallel reductions and updates may add "
+             "floats in another order, and results may differ in the last bits")
+TRAIN_EXAMPLE = """example:
+  nets train train.libsvm --val val.libsvm --model mlp:128,8 --optimizer adagrad \\
+      --epochs 5 --seed 1 --save model.npz"""
+PREDICT_EXAMPLE = """example:
+  nets predict model.npz test.libsvm --output preds.txt"""
+DEMO_EXAMPLE = """example:
+  nets demo --samples 20000 --epochs 5 --seed 1 --plot demo.png"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that ends each option's text with its default (an option without one says in
+    its text what its absence means), and keeps the example's lines as written."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or not action.option_strings
+                or action.default in (None, argparse.SUPPRESS)):
+            return text
+        return text + " (default: %(default)s)"
+
+
+class _Optimizers:
+    """The optimizer names ``nets train --optimizer`` accepts: those of nets' registry
+    (``nets.optim``), imported when first asked (parsing a command that does not name an
+    optimizer imports no optimizer)."""
+
+    def _names(self):
+        from .optim import Optimizer
+        return sorted(Optimizer.opt_registry)
+
+    def __contains__(self, name):
+        return name in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
+
+
 # the options that size each command's work, named when it runs out of memory
-_SIZES = {"demo": ("batch_size", "samples", "features"), "train": ("batch_size",),
+_SIZES = {"demo": ("batch_size", "samples", "features"), "train": ("batch_size", "features"),
           "predict": ("batch_size",)}
 
 
@@ -937,7 +887,8 @@ def _main(argv):
         return 2
     except MemoryError as e:
         sizes = ", ".join(f"--{n.replace('_', '-')} {getattr(args, n)}"
-                          for n in _SIZES.get(args.command, ()))
+                          for n in _SIZES.get(args.command, ())
+                          if getattr(args, n) is not None)
         print(f"nets {args.command}: error: out of memory ({str(e) or 'MemoryError'}); reduce "
               f"{sizes or 'the input'}", file=sys.stderr)
         return 1

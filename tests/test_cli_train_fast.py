@@ -1,6 +1,7 @@
 """`nets train` end to end (issue 26, item 2): files read into memory or streamed (`--read`),
-the rule `auto` applies, per-optimizer defaults, the `--val` metrics against numpy, and the
-reading helpers behind them (`libsvm_width`, memory-mapped blocks)."""
+per-optimizer defaults, the `--val` metrics against numpy, and the LibSVM block readers behind
+them (`libsvm_width`, `libsvm_blocks`); `nets.data.LibSVMReader` itself is tested in
+tests/data/test_reader.py."""
 import gzip
 import os
 import threading
@@ -11,7 +12,7 @@ import pytest
 import nets
 from nets import cli, parallel
 from nets.cli import main
-from nets.data import libsvm, load_libsvm, save_libsvm
+from nets.data import libsvm, load_libsvm, reader, save_libsvm
 from nets.data.libsvm import libsvm_width
 from nets.serialization import load_arrays
 
@@ -133,43 +134,6 @@ def test_adagrad_defaults_to_its_rate_and_batch(files, tmp_path, capsys):
     assert "0.2 for adagrad" in help_text and "2048" in help_text
 
 
-# -- the auto rule --------------------------------------------------------------------------------
-
-def test_auto_reads_into_memory_what_fits_a_quarter_of_the_available_memory(files,
-                                                                          monkeypatch):
-    train, val = str(files / "train.libsvm"), str(files / "val.libsvm")
-    total = os.path.getsize(train) + os.path.getsize(val)
-    monkeypatch.setattr(cli, "_available_memory", lambda: 4 * total)
-    assert cli._read_mode("auto", [train, val]) == "memory"
-    monkeypatch.setattr(cli, "_available_memory", lambda: 4 * total - 1)
-    assert cli._read_mode("auto", [train, val]) == "stream"
-    monkeypatch.setattr(cli, "_available_memory", lambda: None)  # unknown: stream
-    assert cli._read_mode("auto", [train]) == "stream"
-    for choice in ("memory", "stream"):  # an explicit choice is kept
-        assert cli._read_mode(choice, [train]) == choice
-
-
-def test_auto_counts_a_compressed_file_ten_times_and_streams_a_fifo(files, tmp_path,
-                                                                    monkeypatch):
-    packed = tmp_path / "train.libsvm.gz"
-    packed.write_bytes(gzip.compress((files / "train.libsvm").read_bytes()))
-    size = os.path.getsize(packed)
-    monkeypatch.setattr(cli, "_available_memory", lambda: 4 * 10 * size)
-    assert cli._read_mode("auto", [str(packed)]) == "memory"
-    monkeypatch.setattr(cli, "_available_memory", lambda: 4 * 10 * size - 1)
-    assert cli._read_mode("auto", [str(packed)]) == "stream"
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    monkeypatch.setattr(cli, "_available_memory", lambda: 1 << 60)
-    assert cli._read_mode("auto", [str(fifo)]) == "stream"
-
-
-def test_available_memory_is_a_positive_byte_count():
-    available = cli._available_memory()
-    assert available is None or 0 < available <= os.sysconf("SC_PAGE_SIZE") * os.sysconf(
-        "SC_PHYS_PAGES")
-
-
 def test_a_fifo_read_into_memory_needs_no_feature_count(files, tmp_path, capsys):
     """A pipe can be read once: streamed it needs --features (the error says so, and names
     --read memory); read whole, the one read gives the data and its width."""
@@ -281,7 +245,7 @@ def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, 
     monkeypatch.setattr(parallel, "_setting", None)  # restored afterwards
     nets.set_num_threads(threads)
     for block in (1 << 30, 700, 2100):
-        monkeypatch.setattr(libsvm, "READ_BLOCK", block)
+        monkeypatch.setattr(reader, "BLOCK_BYTES", block)
         path = tmp_path / f"{block}.npz"
         _train(files / "train.libsvm", "--val", files / "val.libsvm", "--features",
                FEATURES, "--optimizer", "adagrad", "--epochs", epochs, "--batch-size", 64,
@@ -293,39 +257,6 @@ def test_blocks_parsed_ahead_train_the_model_of_the_whole_file(files, tmp_path, 
         assert lines[other] == lines[0]
         for name in models[0]:
             np.testing.assert_array_equal(models[other][name], models[0][name])
-
-
-def test_slices_keep_their_batches_for_later_passes_or_make_one():
-    """``_slices`` passes over the blocks' batches again when it keeps them; without, it
-    makes one pass (letting each block go) and refuses a second instead of yielding none."""
-    blocks = [(nets.nd.sparse.csr_matrix(np.eye(4, dtype=np.float32)[a:a + 2]),
-               nets.nd.array(np.arange(a, a + 2, dtype=np.float32))) for a in (0, 2)]
-    kept = cli._slices(blocks, 3)
-    first = [y.asnumpy().tolist() for _, y in kept()]
-    assert first == [[0, 1, 2], [3]] and [y.asnumpy().tolist() for _, y in kept()] == first
-    once = cli._slices(iter(blocks), 3, keep=False)
-    assert [y.asnumpy().tolist() for _, y in once()] == first
-    with pytest.raises(RuntimeError, match="one pass"):
-        list(once())
-
-
-def test_rebatched_blocks_are_the_slices_of_their_rows():
-    """``_rebatched`` cuts consecutive blocks (empty ones, ones shorter than a batch) into
-    the batches that slicing the joined rows gives, labels mapped by ``target``."""
-    rng = np.random.default_rng(0)
-    dense = (rng.random((53, 7)) < 0.3) * rng.random((53, 7)).astype(np.float32)
-    labels = rng.integers(-1, 2, 53).astype(np.float32)
-    cuts = [0, 0, 3, 4, 4, 20, 22, 50, 53]
-    blocks = [(nets.nd.sparse.csr_matrix(dense[a:b]), nets.nd.array(labels[a:b]))
-              for a, b in zip(cuts[:-1], cuts[1:])]
-    for batch_size in (1, 5, 16, 53, 60):
-        got = list(cli._rebatched(blocks, batch_size, lambda y: nets.nd.greater(y, 0.0)))
-        starts = range(0, 53, batch_size)
-        assert len(got) == len(starts)
-        for (X, y), a in zip(got, starts):
-            assert X.stype == "csr" and X.shape == (min(batch_size, 53 - a), 7)
-            np.testing.assert_array_equal(X.asnumpy(), dense[a:a + batch_size])
-            np.testing.assert_array_equal(y.asnumpy(), labels[a:a + batch_size] > 0)
 
 
 @pytest.mark.parametrize("block", [1, 5, 16, 1 << 20])
@@ -371,33 +302,3 @@ def test_libsvm_blocks_parse_on_at_most_the_threads_given(tmp_path, monkeypatch)
     for (X, y), (X0, y0) in zip(got, want):
         np.testing.assert_array_equal(X.asnumpy(), X0.asnumpy())
         np.testing.assert_array_equal(y.asnumpy(), y0.asnumpy())
-
-
-def test_background_hands_over_items_errors_and_stops():
-    """``Background`` yields the items in order, then raises the producer's error; it holds
-    at most ``ahead`` items; ``close()`` stops a producer that would never end."""
-    from nets.data.iterators import Background
-
-    def failing():
-        yield from range(5)
-        raise nets.NetsError("bad block")
-    got = []
-    with pytest.raises(nets.NetsError, match="bad block"):
-        for item in Background(failing()):
-            got.append(item)
-    assert got == [0, 1, 2, 3, 4]
-    produced = []
-
-    def endless():
-        k = 0
-        while True:
-            produced.append(k)
-            yield k
-            k += 1
-    ahead = Background(endless(), ahead=2)
-    assert [next(ahead) for _ in range(3)] == [0, 1, 2]
-    ahead.close()
-    assert len(produced) <= 3 + 2 + 1  # taken, waiting, and the one being produced
-    assert list(ahead) == []
-    with pytest.raises(nets.NetsError, match="ahead"):
-        Background([], ahead=0)

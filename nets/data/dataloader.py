@@ -1,6 +1,7 @@
 """``DataLoader`` and samplers, as Gluon's ``gluon.data``. The default batchify stacks CSR
 samples into one CSR batch by concatenating their rows (Gluon densified every sample)."""
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, List, Optional
 
 import numpy as np
 
@@ -8,7 +9,8 @@ from .. import nd
 from ..base import NetsError, StorageTypeError
 from ..arrays.dense import NDArray
 from ..random import generator
-from .iterators import stack_rows
+from .dataset import Dataset
+from .reader import stack_rows
 from .libsvm import _positive
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
@@ -26,9 +28,17 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """``start, start + 1, ..., start + length - 1``."""
+    """``start, start + 1, ..., start + length - 1``.
 
-    def __init__(self, length, start=0):
+    Parameters
+    ----------
+    length : int
+        How many indices.
+    start : int
+        The first.
+    """
+
+    def __init__(self, length: int, start: int = 0):
         self._length, self._start = length, start
 
     def __iter__(self):
@@ -39,9 +49,15 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A fresh random permutation of ``range(length)`` at every pass (``nets.random``)."""
+    """A fresh random permutation of ``range(length)`` at every pass (``nets.random``).
 
-    def __init__(self, length):
+    Parameters
+    ----------
+    length : int
+        How many indices.
+    """
+
+    def __init__(self, length: int):
         self._length = length
 
     def __iter__(self):
@@ -52,11 +68,20 @@ class RandomSampler(Sampler):
 
 
 class BatchSampler(Sampler):
-    """Groups a sampler's indices into lists of ``batch_size``. ``last_batch``: ``'keep'``
-    a smaller last batch, ``'discard'`` it, or ``'rollover'`` its indices into the first
-    batch of the next pass."""
+    """Groups a sampler's indices into lists of ``batch_size``.
 
-    def __init__(self, sampler, batch_size, last_batch="keep"):
+    Parameters
+    ----------
+    sampler : Sampler or iterable of int
+        The indices.
+    batch_size : int
+        Indices per batch.
+    last_batch : {'keep', 'discard', 'rollover'}
+        ``'keep'`` a smaller last batch, ``'discard'`` it, or ``'rollover'`` its indices
+        into the first batch of the next pass.
+    """
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, last_batch: str = "keep"):
         if last_batch not in ("keep", "discard", "rollover"):
             raise NetsError(f"last_batch={last_batch!r}: expected 'keep', 'discard' or "
                             f"'rollover'")
@@ -83,10 +108,22 @@ class BatchSampler(Sampler):
         return n // self._batch_size
 
 
-def default_batchify_fn(data):
-    """Stack a list of samples into a batch: CSR samples (rows) into one CSR array, dense
-    ``NDArray``/numpy samples into an ``NDArray`` with a new first axis, tuples element-wise
-    (a list of batches), numbers into a 1-D ``NDArray`` (numpy's dtype for them)."""
+def default_batchify_fn(data: List):
+    """Stack a list of samples into a batch.
+
+    Parameters
+    ----------
+    data : list
+        The samples: all CSR rows, all dense ``NDArray``/numpy arrays, all numbers, or all
+        tuples of those.
+
+    Returns
+    -------
+    NDArray or list
+        CSR samples (rows) joined into one CSR array, dense samples stacked into an
+        ``NDArray`` with a new first axis, numbers into a 1-D ``NDArray`` (numpy's dtype for
+        them), tuples element-wise (a list of batches).
+    """
     first = data[0]
     if isinstance(first, (tuple, list)):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
@@ -112,10 +149,31 @@ class DataLoader:
     lists of indices. ``batchify_fn`` turns a list of samples into a batch (default:
     ``default_batchify_fn``). ``num_workers > 0`` builds batches ahead in that many threads
     (kernels and numpy release the GIL; no processes, so nothing is pickled).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The samples (anything with ``__getitem__`` and ``__len__``).
+    batch_size : int, optional
+        Samples per batch (required unless ``batch_sampler`` is given).
+    shuffle : bool
+        Visit the samples in a new random order at every pass (``nets.random``).
+    sampler : Sampler, optional
+        The sample indices, instead of ``shuffle``.
+    last_batch : {'keep', 'discard', 'rollover'}, optional
+        What to do with a smaller last batch (default ``'keep'``).
+    batch_sampler : Sampler, optional
+        Lists of indices, one per batch, instead of the four options above.
+    batchify_fn : callable, optional
+        A list of samples -> a batch (default ``default_batchify_fn``).
+    num_workers : int
+        Threads building batches ahead (0: in the caller's thread).
     """
 
-    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
-                 batch_sampler=None, batchify_fn=None, num_workers=0):
+    def __init__(self, dataset: Dataset, batch_size: Optional[int] = None, shuffle: bool = False,
+                 sampler: Optional[Sampler] = None, last_batch: Optional[str] = None,
+                 batch_sampler: Optional[Sampler] = None,
+                 batchify_fn: Optional[Callable] = None, num_workers: int = 0):
         self._dataset = dataset
         if batch_sampler is None:
             if batch_size is None:

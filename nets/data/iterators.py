@@ -7,11 +7,9 @@ Iterating an iterator continues the current pass; ``reset()`` starts a new one. 
 batched as CSR: sliced or gathered by rows, never densified (MXNet 1.9's NDArrayIter
 densified it, or refused to shuffle or pad it).
 """
-import os
-import queue
-import tempfile
-import threading
 import weakref
+import os
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -21,11 +19,12 @@ from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..random import generator
-from .libsvm import (TextReader, _path, _positive, _Spec, block_arrays, line_ranges,
-                     read_blocks)
+from .libsvm import _positive, _Spec
+from .reader import (Background, libsvm_files, part_ranges, range_blocks, readable, rebatch,
+                     remove_files, stack_rows, take_rows)
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "LibSVMIter", "ResizeIter",
-           "PrefetchingIter", "Background"]
+           "PrefetchingIter"]
 
 
 class DataIter:
@@ -35,6 +34,11 @@ class DataIter:
 
     Subclasses implement ``reset()`` and ``_next_batch()`` (a ``DataBatch``, or None at the
     end of the pass).
+
+    Parameters
+    ----------
+    batch_size : int
+        Rows per batch (0 where the subclass has no fixed size).
     """
 
     #: Whether each batch is cut from arrays already in memory, with no file to read or
@@ -42,7 +46,7 @@ class DataIter:
     #: hand-over between threads (and of the GIL) costs more than such a batch.
     in_memory = False
 
-    def __init__(self, batch_size=0):
+    def __init__(self, batch_size: int = 0):
         self.batch_size = batch_size
         self._batch = None
 
@@ -52,18 +56,19 @@ class DataIter:
     def __next__(self):
         return self.next()
 
-    def reset(self):
+    def reset(self) -> None:
+        """Start a new pass."""
         raise NotImplementedError
 
     def _next_batch(self):
         raise NotImplementedError
 
-    def iter_next(self):
+    def iter_next(self) -> bool:
         """Move to the next batch; False at the end of the pass."""
         self._batch = self._next_batch()
         return self._batch is not None
 
-    def next(self):
+    def next(self) -> DataBatch:
         """The next ``DataBatch``; ``StopIteration`` at the end of the pass."""
         if not self.iter_next():
             raise StopIteration
@@ -74,36 +79,21 @@ class DataIter:
             raise NetsError(f"{type(self).__name__} has no current batch: call next() first")
         return self._batch
 
-    def getdata(self):
+    def getdata(self) -> List[NDArray]:
+        """The current batch's data arrays."""
         return self._current().data
 
-    def getlabel(self):
+    def getlabel(self) -> List[NDArray]:
+        """The current batch's label arrays."""
         return self._current().label
 
-    def getpad(self):
+    def getpad(self) -> int:
+        """How many rows of the current batch are padding."""
         return self._current().pad
 
-    def getindex(self):
+    def getindex(self) -> Optional[np.ndarray]:
+        """The current batch's example indices (None where the iterator keeps none)."""
         return self._current().index
-
-
-def take_rows(arr, idx):
-    """Rows ``idx`` (int64) of a dense or CSR array: a slice (sharing memory) when ``idx`` is
-    a contiguous ascending run, else a gather."""
-    if idx.size and idx[-1] - idx[0] == idx.size - 1 and np.all(np.diff(idx) == 1):
-        return arr[int(idx[0]):int(idx[-1]) + 1]
-    if arr.stype == "csr":
-        return nd.take(arr, NDArray(idx))
-    return NDArray(arr._np[idx], arr.context)
-
-
-def stack_rows(pieces):
-    """Concatenate arrays (all CSR, or all dense) along the first axis."""
-    if len(pieces) == 1:
-        return pieces[0]
-    if pieces[0].stype == "csr":
-        return nd.concat(*pieces, dim=0)
-    return NDArray(np.concatenate([p._np for p in pieces]), pieces[0].context)
 
 
 def _init_data(data, allow_empty, default_name):
@@ -156,12 +146,29 @@ class NDArrayIter(DataIter):
     reported the number of rolled-over examples there, which made ``predict`` drop real
     outputs). Its batches are slices of arrays in memory (``in_memory``): a
     ``PrefetchingIter`` over it makes them in the caller's thread.
+
+    Parameters
+    ----------
+    data : array, list of arrays, or dict of name to array
+        The examples' inputs, a row each: ``NDArray`` (dense or CSR), numpy or
+        scipy.sparse.
+    label : array, list of arrays, or dict of name to array, optional
+        The examples' labels, as many rows.
+    batch_size : int
+        Rows per batch.
+    shuffle : bool
+        Draw a new order at every pass.
+    last_batch_handle : {'pad', 'discard', 'roll_over'}
+        What to do with a last batch smaller than ``batch_size`` (above).
+    data_name, label_name : str
+        The names of a single data or label array (``provide_data``/``provide_label``).
     """
 
     in_memory = True
 
-    def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
-                 data_name="data", label_name="softmax_label"):
+    def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
+                 last_batch_handle: str = "pad", data_name: str = "data",
+                 label_name: str = "softmax_label"):
         super().__init__(_positive(batch_size, "batch_size"))
         if last_batch_handle not in ("pad", "discard", "roll_over"):
             raise NetsError(f"last_batch_handle={last_batch_handle!r}: expected 'pad', "
@@ -178,11 +185,13 @@ class NDArrayIter(DataIter):
         self.reset()
 
     @property
-    def provide_data(self):
+    def provide_data(self) -> List[DataDesc]:
+        """The data arrays' names, batch shapes and dtypes."""
         return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype) for k, v in self.data]
 
     @property
-    def provide_label(self):
+    def provide_label(self) -> List[DataDesc]:
+        """The label arrays' names, batch shapes and dtypes."""
         return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype) for k, v in self.label]
 
     @property
@@ -190,14 +199,15 @@ class NDArrayIter(DataIter):
         """The order of the current pass: ``idx[k]`` is the input row of its k-th example."""
         return self._order
 
-    def reset(self):
+    def reset(self) -> None:
+        """Start a new pass (a new order with ``shuffle``)."""
         self._order = (generator().permutation(self.num_data) if self.shuffle
                        else np.arange(self.num_data))
         self._seq = np.concatenate([self._carry, self._order]).astype(INDEX_DTYPE)
         self._carry = np.zeros(0, INDEX_DTYPE)
         self._cursor = 0
 
-    def hard_reset(self):
+    def hard_reset(self) -> None:
         """Start a new pass without the examples ``'roll_over'`` kept from the last one."""
         self._carry = np.zeros(0, INDEX_DTYPE)
         self.reset()
@@ -228,118 +238,6 @@ def _width(shape, name):
     return _positive(shape[0], f"{name}[0]")
 
 
-def libsvm_files(source, name):
-    """The files a LibSVMIter reads for ``source``: a path (a regular file, or a stream such
-    as a FIFO or ``/dev/stdin``), a directory (its regular, non-hidden files, sorted by
-    name), a list of those, or MXNet's ``'a;b'`` list of paths."""
-    if isinstance(source, (list, tuple)):
-        return [f for s in source for f in libsvm_files(s, name)]
-    path = _path(source, name)
-    if os.path.isdir(path):
-        return [os.path.join(path, f) for f in sorted(os.listdir(path))
-                if not f.startswith(".") and os.path.isfile(os.path.join(path, f))]
-    if not os.path.exists(path) and ";" in path:
-        return [f for s in path.split(";") if s for f in libsvm_files(s, name)]
-    if not os.path.exists(path):
-        raise NetsError(f"{name}={path!r}: no such file or directory")
-    return [path]
-
-
-SPOOL_BYTES = 16 << 20  # a stream is copied into its temporary file in pieces of this size
-
-
-def _readable(paths, source, name, spools):
-    """``[(path, file to read)]`` for the non-empty ones of ``paths`` (empty files are
-    skipped, as MXNet's reader does). A regular uncompressed file is read in place; a
-    stream or a compressed file is first copied (decompressed) into a temporary file,
-    appended to ``spools``."""
-    out, streams = [], False
-    for path in paths:
-        with TextReader(path) as text:
-            if text.regular and text.compression is None:
-                out.append((path, path))
-                continue
-            streams |= not text.regular
-            fd, tmp = tempfile.mkstemp(prefix="nets-libsvm-", suffix=".txt")
-            spools.append(tmp)
-            with os.fdopen(fd, "wb") as f:
-                buf = np.empty(SPOOL_BYTES, np.uint8)
-                while True:
-                    n = text.readinto(buf)
-                    if not n:
-                        break
-                    f.write(buf[:n])
-            out.append((path, tmp))
-    out = [(path, read) for path, read in out if os.path.getsize(read) > 0]
-    if not out:
-        raise NetsError(f"{name}={source!r}: no non-empty file to read"
-                        + (" (a pipe or FIFO can be read only once)" if streams else ""))
-    return out
-
-
-def _remove_files(paths):
-    for path in paths:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-
-
-def _part_blocks(files, num_parts, part_index, block):
-    """``[(path, file to read, (lo, hi)), ...]``: the byte ranges of whole lines of part
-    ``part_index`` when the ``files`` (``_readable``'s), end to end, are cut into
-    ``num_parts`` equal byte ranges."""
-    sizes = [os.path.getsize(read) for _, read in files]
-    total = sum(sizes)
-    begin, end = part_index * total // num_parts, (part_index + 1) * total // num_parts
-    out, offset = [], 0
-    for (path, read), size in zip(files, sizes):
-        lo, hi = min(max(begin - offset, 0), size), min(max(end - offset, 0), size)
-        if hi > lo:
-            try:
-                with open(read, "rb") as f:
-                    out += [(path, read, r) for r in line_ranges(f, size, lo, hi, block)]
-            except OSError as e:
-                raise NetsError(f"{path}: cannot read ({e.strerror})") from None
-        offset += size
-    return out
-
-
-def _read(blocks, spec, order):
-    for k in range(len(blocks)) if order is None else order:
-        path, read, rng = blocks[k]
-        yield from read_blocks(read, spec, [rng], name=path)
-
-
-class _RowStream:
-    """The rows of byte ranges of LibSVM files, parsed a block at a time."""
-
-    def __init__(self, blocks, spec, order, width, n_labels, shuffle):
-        self._blocks = _read(blocks, spec, order)
-        self._spec, self._width, self._n_labels, self._shuffle = spec, width, n_labels, shuffle
-        self._rows, self._pos = None, 0
-
-    def take(self, n):
-        """Up to ``n`` rows as a list of ``(X, y)`` pieces (fewer only at the end)."""
-        pieces = []
-        while n > 0:
-            if self._rows is None or self._pos == self._rows[0].shape[0]:
-                block = next(self._blocks, None)
-                if block is None:
-                    break
-                self._rows = block_arrays(block[2], self._spec, self._width, self._n_labels)
-                if self._shuffle:
-                    perm = generator().permutation(self._rows[0].shape[0])
-                    self._rows = tuple(take_rows(a, perm) for a in self._rows)
-                self._pos = 0
-                continue
-            k = min(n, self._rows[0].shape[0] - self._pos)
-            pieces.append(tuple(a[self._pos:self._pos + k] for a in self._rows))
-            self._pos += k
-            n -= k
-        return pieces
-
-
 class LibSVMIter(DataIter):
     """Batches of LibSVM files read in ``chunk_bytes`` blocks: memory is bounded by the
     block size, not the file size. Yields ``DataBatch(data=[CSR (batch_size, n_features)],
@@ -362,13 +260,44 @@ class LibSVMIter(DataIter):
     from 0 (as MXNet's) or 1. ``shuffle`` visits the blocks in a random order and shuffles the rows
     within each block (a block shuffle: memory stays bounded). An index ``>= n_features`` or
     a malformed line raises ``NetsError`` naming the file, line and token (MXNet silently
-    moved such values into the next row).
+    moved such values into the next row). Its batches are cut by ``nets.data.rebatch``, as
+    ``LibSVMReader``'s are (that reader yields unpadded ``(X, y)`` batches, read into memory
+    or streamed).
+
+    Parameters
+    ----------
+    data_libsvm : str, path-like, or a list of them
+        The data: a file (regular, compressed, or a stream: a pipe or FIFO, copied into a
+        temporary file first), a directory, a list of those, or MXNet's ``'a;b'``.
+    data_shape : tuple of int
+        ``(n_features,)``: the data's width; an index ``>= n_features`` is an error.
+    label_libsvm : str, path-like, or a list of them, optional
+        A file whose rows are the labels, line for line with ``data_libsvm``.
+    label_shape : tuple of int
+        ``(1,)``: a label per line; ``(k,)``: multi-label lines, or ``label_libsvm``'s width.
+    batch_size : int
+        Rows per batch.
+    round_batch : bool
+        Fill the last batch up with the part's first rows (True) or with empty rows.
+    num_parts, part_index : int
+        Read part ``part_index`` of ``num_parts`` (data-parallel readers).
+    zero_based : bool
+        Whether the indices count from 0 (True) or 1.
+    shuffle : bool
+        Visit the blocks in a random order and shuffle the rows within each.
+    chunk_bytes : int
+        Bytes of text per block (memory is bounded by it).
+    data_name, label_name : str
+        The names in ``provide_data`` and ``provide_label``.
     """
 
-    def __init__(self, data_libsvm, data_shape, label_libsvm=None, label_shape=(1,),
-                 batch_size=None, round_batch=True, num_parts=1, part_index=0, zero_based=True,
-                 shuffle=False, chunk_bytes=8 << 20, data_name="data",
-                 label_name="softmax_label"):
+    def __init__(self, data_libsvm: Union[str, os.PathLike, Sequence[str]],
+                 data_shape: Sequence[int],
+                 label_libsvm: Optional[Union[str, os.PathLike, Sequence[str]]] = None,
+                 label_shape: Sequence[int] = (1,), batch_size: Optional[int] = None,
+                 round_batch: bool = True, num_parts: int = 1, part_index: int = 0,
+                 zero_based: bool = True, shuffle: bool = False, chunk_bytes: int = 8 << 20,
+                 data_name: str = "data", label_name: str = "softmax_label"):
         super().__init__(_positive(batch_size, "batch_size"))
         self.n_features = _width(data_shape, "data_shape")
         n_labels = _width(label_shape, "label_shape")
@@ -393,10 +322,9 @@ class LibSVMIter(DataIter):
             self._sources.append((label_libsvm, _Spec(n_labels, zero_based, "float32"),
                                   n_labels))
         self._spools = []  # temporary copies of streams and compressed files
-        weakref.finalize(self, _remove_files, self._spools)
-        self._blocks = [_part_blocks(_readable(libsvm_files(src, name), src, name,
-                                               self._spools),
-                                     num_parts, part_index, self._chunk)
+        weakref.finalize(self, remove_files, self._spools)
+        self._blocks = [part_ranges(readable(libsvm_files(src, name), src, name, self._spools),
+                                    num_parts, part_index, self._chunk)
                         for (src, _, _), name in zip(self._sources, ("data_libsvm",
                                                                       "label_libsvm"))]
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]
@@ -405,31 +333,37 @@ class LibSVMIter(DataIter):
         self.reset()
 
     def _streams(self, order=None, shuffle=False):
-        return [_RowStream(blocks, spec, order, width, spec.lab_limit + 1, shuffle)
+        """Each source's batches (``rebatch``), over its blocks in ``order``."""
+        return [rebatch(range_blocks(blocks, spec, width, spec.lab_limit + 1, order, shuffle),
+                        self.batch_size)
                 for (_, spec, width), blocks in zip(self._sources, self._blocks)]
 
-    def reset(self):
+    def reset(self) -> None:
+        """Start a new pass at the beginning of the part (a new block order with
+        ``shuffle``)."""
         order = None
         if self.shuffle:
             order = generator().permutation(len(self._blocks[0]))
         self._active = self._streams(order, self.shuffle)
 
-    def _take(self, streams, n):
-        """Up to ``n`` rows from each stream, checked to be as many: ``(X pieces, y pieces)``."""
-        got = [s.take(n) for s in streams]
-        counts = [sum(p[0].shape[0] for p in g) for g in got]
+    def _take(self, streams):
+        """The next batch of each stream, checked to hold as many rows: ``(X, y, rows)``
+        (``rows`` 0 at the end)."""
+        got = [next(s, None) for s in streams]
+        counts = [0 if g is None else g[0].shape[0] for g in got]
         if len(set(counts)) > 1:
             raise NetsError(f"label_libsvm={self._sources[1][0]!r} has a different number of "
                             f"lines than data_libsvm={self._sources[0][0]!r}")
-        xs = [p[0] for p in got[0]]
-        ys = [p[0] for p in got[1]] if len(got) > 1 else [p[1] for p in got[0]]
-        return xs, ys, counts[0]
+        if not counts[0]:
+            return None, None, 0
+        X, y = got[0]
+        return X, (got[1][0] if len(got) > 1 else y), counts[0]
 
     def _next_batch(self):
-        xs, ys, n = self._take(self._active, self.batch_size)
+        X, y, n = self._take(self._active)
         if n == 0:
             return None
-        pad = self.batch_size - n
+        xs, ys, pad = [X], [y], self.batch_size - n
         if pad and self.round_batch:  # wrap around to the part's first rows (repeatedly)
             hx, hy = self._first_rows()
             need = pad
@@ -437,8 +371,8 @@ class LibSVMIter(DataIter):
                 k = min(need, hx.shape[0])
                 xs, ys, need = xs + [hx[:k]], ys + [hy[:k]], need - k
         elif pad:
-            xs.append(CSRNDArray._empty((pad, self.n_features), np.float32))
-            ys.append(CSRNDArray._empty((pad,) + self._label_shape, np.float32)
+            xs.append(nd.sparse.zeros("csr", (pad, self.n_features), dtype=np.float32))
+            ys.append(nd.sparse.zeros("csr", (pad,) + self._label_shape, dtype=np.float32)
                       if self._label_csr else NDArray(np.zeros(pad, np.float32)))
         return DataBatch([stack_rows(xs)], [stack_rows(ys)], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
@@ -448,26 +382,35 @@ class LibSVMIter(DataIter):
         in file order, which fill up a last batch. Parsed once per iterator and kept (at most
         a batch), not once per pass."""
         if self._head is None:
-            xs, ys, _ = self._take(self._streams(), self.batch_size)
-            self._head = stack_rows(xs), stack_rows(ys)
+            X, y, _ = self._take(self._streams())
+            self._head = X, y
         return self._head
 
-    def getdata(self):
+    def getdata(self) -> CSRNDArray:
         """The current batch's data (one CSR array, as MXNet's LibSVMIter returns it)."""
         return self._current().data[0]
 
-    def getlabel(self):
+    def getlabel(self) -> NDArray:
         """The current batch's label array."""
         return self._current().label[0]
 
 
 class ResizeIter(DataIter):
-    """``data_iter`` cut or stretched to ``size`` batches per pass (MXNet's ``ResizeIter``):
-    when ``data_iter`` ends early it is reset and continues; ``reset()`` resets it too
-    unless ``reset_internal=False`` (then the next pass continues where this one stopped).
+    """An iterator cut or stretched to a fixed number of batches per pass (MXNet's
+    ``ResizeIter``): when the wrapped iterator ends early it is reset and continues.
+
+    Parameters
+    ----------
+    data_iter : DataIter
+        The wrapped iterator.
+    size : int
+        Batches per pass.
+    reset_internal : bool
+        Whether ``reset()`` resets ``data_iter`` too (False: the next pass continues where
+        this one stopped).
     """
 
-    def __init__(self, data_iter, size, reset_internal=True):
+    def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True):
         super().__init__(data_iter.batch_size)
         self.data_iter, self.size = data_iter, _positive(size, "size")
         self.reset_internal = reset_internal
@@ -478,7 +421,8 @@ class ResizeIter(DataIter):
             self.default_bucket_key = data_iter.default_bucket_key
         self.cur = 0
 
-    def reset(self):
+    def reset(self) -> None:
+        """Start a new pass."""
         self.cur = 0
         if self.reset_internal:
             self.data_iter.reset()
@@ -497,90 +441,6 @@ class ResizeIter(DataIter):
                                 "right after reset()") from None
         self.cur += 1
         return batch
-
-
-_END = object()  # a producer thread's "no more items" mark
-
-
-class _Raised:
-    """An exception a producer thread hands over, to be raised by the consumer."""
-
-    def __init__(self, error):
-        self.error = error
-
-
-def _produce(items, out, stop):
-    """Thread body of ``Background``: hand each item of the iterator ``items`` to the queue
-    ``out``, then ``_END``, or the exception it raised; stop early once ``stop`` is set. It
-    holds no reference to its ``Background``, so an abandoned one can be collected."""
-    try:
-        for item in items:
-            if stop.is_set():
-                return
-            out.put(item)
-        item = _END
-    except Exception as e:  # handed to the consumer, raised there
-        item = _Raised(e)
-    out.put(item)
-
-
-class Background:
-    """The items of ``iterable``, produced by a daemon thread ahead of the consumer:
-    iterating yields them in order; an exception the iterable raises is raised there, after
-    the items produced before it. At most ``ahead`` items wait for the consumer (None: no
-    bound, for a producer whose whole output fits in memory). ``close()`` stops the thread
-    after the item it is producing and drops the waiting ones. One pass only.
-
-    The thread starts at construction: the producer works while the caller prepares to
-    consume (a kernel that releases the GIL, such as the LibSVM parser, runs on another
-    core meanwhile)."""
-
-    def __init__(self, iterable, ahead=None, name="nets-background"):
-        if ahead is not None and (not isinstance(ahead, int) or ahead < 1):
-            raise NetsError(f"ahead={ahead!r}: expected a positive int or None")
-        self._queue, self._stop = queue.Queue(maxsize=ahead or 0), threading.Event()
-        self._thread = threading.Thread(target=_produce, args=(iter(iterable), self._queue,
-                                                               self._stop),
-                                        name=name, daemon=True)
-        self._thread.start()
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._thread is None:
-            raise StopIteration
-        item = self._queue.get()
-        if item is _END or isinstance(item, _Raised):
-            self._thread.join()
-            self._thread = None
-            if item is _END:
-                raise StopIteration
-            raise item.error
-        return item
-
-    def close(self):
-        """Stop the thread (waiting for the item it is producing); iterating ends."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stop.set()
-        while thread.is_alive():  # free the queue's slots: a blocked put returns
-            try:
-                self._queue.get(timeout=0.01)
-            except queue.Empty:
-                pass
-        thread.join()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_thread", None) is not None:
-            self.close()
 
 
 def _rounds(iters):
@@ -614,9 +474,19 @@ class PrefetchingIter(DataIter):
     it, resets the wrapped iterators and starts the next pass. ``close()`` (also on
     ``with``-exit and garbage collection) stops it mid-pass. An exception raised by a
     wrapped iterator is raised by ``next()``.
+
+    Parameters
+    ----------
+    iters : DataIter or list of DataIter
+        The wrapped iterators.
+    rename_data, rename_label : dict or list of dict, optional
+        One dict per iterator, ``{old name: new name}``.
     """
 
-    def __init__(self, iters, rename_data=None, rename_label=None):
+    def __init__(self, iters: Union[DataIter, Sequence[DataIter]],
+                 rename_data: Optional[Union[Dict[str, str], Sequence[Dict[str, str]]]] = None,
+                 rename_label: Optional[Union[Dict[str, str],
+                                              Sequence[Dict[str, str]]]] = None):
         super().__init__()
         self.iters = list(iters) if isinstance(iters, (list, tuple)) else [iters]
         if not self.iters:
@@ -667,7 +537,8 @@ class PrefetchingIter(DataIter):
         if getattr(self, "_batches", None) is not None:
             self._batches.close()
 
-    def reset(self):
+    def reset(self) -> None:
+        """Stop the thread, reset the wrapped iterators and start the next pass."""
         self.close()
         for it in self.iters:
             it.reset()

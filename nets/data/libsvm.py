@@ -11,6 +11,8 @@ the same way (``parallel_for``). Bad input is never skipped: the kernel reports 
 code and a byte offset, turned here into a ``NetsError`` naming the file, the line number
 and the offending token.
 """
+from __future__ import annotations
+
 import bz2
 import contextlib
 import functools
@@ -23,6 +25,7 @@ import re
 import stat as stat_mode
 import warnings
 import zlib
+from typing import TYPE_CHECKING, BinaryIO, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +36,9 @@ from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..parallel import get_num_threads, parallel_for, parallel_map
 from ..serialization import load_arrays, save_arrays, write_atomically
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = ["load_libsvm", "save_libsvm", "libsvm_width", "libsvm_blocks"]
 
@@ -247,12 +253,28 @@ def _line_start(f, pos, size):
     return size
 
 
-def line_ranges(f, size, begin, end, block):
-    """Byte ranges ``[(lo, hi), ...]`` of the whole lines of the file that start in bytes
-    ``[begin, end)``, each about ``block`` bytes (a longer line makes its range longer).
+def line_ranges(f: BinaryIO, size: int, begin: int, end: int,
+                block: int) -> List[Tuple[int, int]]:
+    """Byte ranges of the whole lines of a file that start in bytes ``[begin, end)``.
 
     Cutting a file (or several, end to end) at byte positions this way partitions its lines,
     as MXNet's InputSplit does for ``num_parts``.
+
+    Parameters
+    ----------
+    f : binary file
+        The file, open for reading (it is seeked).
+    size : int
+        Its size in bytes.
+    begin, end : int
+        The byte range whose line starts are taken.
+    block : int
+        About how many bytes each range holds (a longer line makes its range longer).
+
+    Returns
+    -------
+    list of (int, int)
+        ``[(lo, hi), ...]``, consecutive, non-empty.
     """
     lo = _line_start(f, begin, size)
     hi = _line_start(f, end, size)
@@ -261,9 +283,29 @@ def line_ranges(f, size, begin, end, block):
     return [(a, b) for a, b in zip(starts[:-1], starts[1:]) if b > a]
 
 
-def read_blocks(path, spec, ranges, order=None, name=None):
-    """Parse the byte ``ranges`` of the regular file ``path`` (in ``order``, a permutation,
-    if given), naming it ``name`` (default ``path``) in errors: yields ``(lo, hi, _Block)``."""
+def read_blocks(path: str, spec: "_Spec", ranges: Sequence[Tuple[int, int]],
+                order: Optional[Sequence[int]] = None,
+                name: Optional[str] = None) -> Iterator[tuple]:
+    """Parse byte ranges of whole lines of a regular file, one at a time.
+
+    Parameters
+    ----------
+    path : str
+        The regular file.
+    spec : _Spec
+        How to parse (the feature count, the basing, the dtype, multi-label or not).
+    ranges : list of (int, int)
+        Byte ranges of whole lines (``line_ranges``').
+    order : sequence of int, optional
+        The order to parse them in, a permutation of their positions (default: as given).
+    name : str, optional
+        The file's name in error messages (default ``path``).
+
+    Yields
+    ------
+    (int, int, block)
+        ``(lo, hi, parsed rows)`` of each range; ``block_arrays`` turns the rows into arrays.
+    """
     name = path if name is None else name
     with open(path, "rb") as f:
         for k in range(len(ranges)) if order is None else order:
@@ -308,16 +350,27 @@ _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
 class TextReader:
-    """The text of the LibSVM file ``path``, read front to back: a regular file, a pipe, a
-    FIFO, ``/dev/stdin``, a character device; a gzip, bzip2 or xz file (recognised by its
-    first bytes, whatever its name) reads decompressed. ``regular``: ``path`` is a regular
-    file (``st``: its ``os.stat``); ``compression``: None, 'gzip', 'bzip2' or 'xz'.
+    """The text of a LibSVM file, read front to back: a regular file, a pipe, a FIFO,
+    ``/dev/stdin``, a character device; a gzip, bzip2 or xz file (recognised by its first
+    bytes, whatever its name) reads decompressed.
 
     Read and decompression errors raise ``NetsError`` naming ``path`` (a truncated
     compressed file is an error, not a shorter dataset).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+
+    Attributes
+    ----------
+    regular : bool
+        Whether ``path`` is a regular file (``st``: its ``os.stat``).
+    compression : str or None
+        None, ``'gzip'``, ``'bzip2'`` or ``'xz'``.
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         self.path = path
         try:
             self.st = os.stat(path)
@@ -408,9 +461,27 @@ def _last_newline(buf):
     return -1
 
 
-def block_arrays(block, spec, n_features, n_labels=None):
-    """``(X, y)`` of a block: CSR data ``(rows, n_features)``; labels as a float ``NDArray``,
-    or a multi-hot CSR ``(rows, n_labels)`` for multi-label files."""
+def block_arrays(block: "_Block", spec: "_Spec", n_features: int,
+                 n_labels: Optional[int] = None) -> Tuple[CSRNDArray, NDArray]:
+    """The arrays of parsed rows.
+
+    Parameters
+    ----------
+    block : _Block
+        Rows as ``read_blocks`` yields them.
+    spec : _Spec
+        How they were parsed.
+    n_features : int
+        The data's width.
+    n_labels : int, optional
+        The labels' width, for multi-label files.
+
+    Returns
+    -------
+    (CSRNDArray, NDArray)
+        ``X``, CSR ``(rows, n_features)``; ``y``, the labels as a float ``NDArray``, or a
+        multi-hot CSR ``(rows, n_labels)`` for multi-label files.
+    """
     with np.errstate(over="ignore"):  # a value beyond float16's range is inf, as in numpy
         X = CSRNDArray(block.data.astype(spec.dtype, copy=False), block.indices, block.indptr,
                        (block.rows, n_features))
@@ -437,21 +508,43 @@ def _path(path, name="path"):
 
 # -- load / save ----------------------------------------------------------------------------
 
-def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multilabel=False,
-                query_id=False, cache=False, progress=False):
-    """Read a LibSVM/svmlight file: ``(X, y)``, or ``(X, y, qid)`` with ``query_id``.
+def load_libsvm(path: Union[str, os.PathLike], n_features: Optional[int] = None,
+                zero_based: Union[bool, str] = "auto", dtype: DTypeLike = "float32",
+                multilabel: bool = False, query_id: bool = False, cache: bool = False,
+                progress: bool = False) -> tuple:
+    """Read a LibSVM/svmlight file whole.
 
-    ``X`` is a ``CSRNDArray`` ``(n_samples, n_features)`` of ``dtype`` (``n_features``
-    defaults to the largest index + 1); ``y`` holds the labels as an ``NDArray`` of ``dtype``
-    or, with ``multilabel``, a multi-hot CSR ``(n_samples, largest label + 1)`` built from
-    lines like ``1,3 5:1.0`` (the label ids are column numbers). ``qid`` is an int64
-    ``NDArray``, -1 for lines without ``qid:``. ``zero_based``: True, False, or ``'auto'``
-    (scikit-learn's rule: one-based unless some index is 0). Values equal Python's
-    ``float(token)`` cast to ``dtype``; explicit zeros are kept.
+    Parameters
+    ----------
+    path : str or path-like
+        A regular file or a stream read once front to back: a pipe, a FIFO,
+        ``/dev/stdin``, bash's ``<(zcat f.gz)``. A gzip, bzip2 or xz file (recognised by its
+        first bytes, whatever its name) is read decompressed, as it streams.
+    n_features : int, optional
+        ``X``'s width (default: the largest index + 1).
+    zero_based : bool or 'auto'
+        Whether indices count from 0 (True) or 1 (False); ``'auto'`` is scikit-learn's rule:
+        one-based unless some index is 0.
+    dtype : str or numpy dtype
+        The values' and labels' float dtype (float16, float32 or float64).
+    multilabel : bool
+        Read lines like ``1,3 5:1.0``: ``y`` is then a multi-hot CSR ``(n_samples, largest
+        label + 1)`` (the label ids are column numbers).
+    query_id : bool
+        Also return the ``qid:`` of each line.
+    cache : bool
+        Keep the arrays in ``path + '.nets.npz'`` and reuse them while the file is the same
+        (see below).
+    progress : bool
+        Show a tqdm bar of bytes (without a total for a stream or a compressed file).
 
-    ``path`` may be a regular file or a stream read once front to back: a pipe, a FIFO,
-    ``/dev/stdin``, bash's ``<(zcat f.gz)``. A gzip, bzip2 or xz file (recognised by its
-    first bytes, whatever its name) is read decompressed, as it streams.
+    Returns
+    -------
+    tuple
+        ``(X, y)``, or ``(X, y, qid)`` with ``query_id``: ``X`` a ``CSRNDArray``
+        ``(n_samples, n_features)`` of ``dtype``; ``y`` an ``NDArray`` of ``dtype`` (or the
+        multi-hot CSR); ``qid`` an int64 ``NDArray``, -1 for lines without ``qid:``.
+        Values equal Python's ``float(token)`` cast to ``dtype``; explicit zeros are kept.
 
     Malformed input (a bad token, an index that does not increase along a line, an index
     ``>= n_features``) raises ``NetsError`` naming the file, the line and the token; so do a
@@ -467,8 +560,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype="float32", multi
     file updates its ctime or touches a hashed block. The cache needs a regular file: with a
     stream (which has no stable identity) ``cache=True`` raises ``NetsError``.
 
-    ``progress=True`` shows a tqdm bar (of bytes; without a total for a stream or a
-    compressed file). Parsing runs on ``nets.get_num_threads()`` threads.
+    Parsing runs on ``nets.get_num_threads()`` threads.
     """
     path = _path(path)
     spec = _Spec(n_features, zero_based, dtype, multilabel)
@@ -514,20 +606,36 @@ def _parsed_blocks(text, spec, path, block, progress=False, threads=None):
 READ_BLOCK = 8 << 20  # libsvm_blocks' default block: a few training batches of rows
 
 
-def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ_BLOCK,
-                  threads=None):
-    """The rows of the LibSVM file ``path`` as consecutive ``(X, y)`` blocks, front to back:
-    each block holds the whole lines of about ``block`` bytes of text, ``X`` a
-    ``CSRNDArray`` ``(rows, n_features)`` and ``y`` an ``NDArray`` of labels, both of
-    ``dtype``. The blocks joined are ``load_libsvm(path, n_features, zero_based, dtype)``'s
-    ``(X, y)``, value for value; a block is parsed when the caller asks for it, so the
-    caller can use the first block while the file is still being read.
+def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bool = True,
+                  dtype: DTypeLike = "float32", block: int = READ_BLOCK,
+                  threads: Optional[int] = None) -> Iterator[Tuple[CSRNDArray, NDArray]]:
+    """The rows of a LibSVM file as consecutive blocks, front to back, each parsed when the
+    caller asks for it (the caller can use the first block while the file is still being
+    read).
 
-    ``n_features`` and ``zero_based`` (True or False) must be given: every block is read as
-    the whole file would be (an index out of range raises ``NetsError`` naming its line when
-    its block is parsed). ``path`` may be a stream or a compressed file, as for
-    ``load_libsvm``. ``threads``: at most this many threads parse a block (None:
-    ``nets.get_num_threads()``), e.g. fewer while other threads train on the blocks.
+    Parameters
+    ----------
+    path : str or path-like
+        The file; a stream or a compressed file too, as for ``load_libsvm``.
+    n_features : int
+        The data's width. Every block is read as the whole file would be: an index out of
+        range raises ``NetsError`` naming its line when its block is parsed.
+    zero_based : bool
+        Whether indices count from 0 (True) or 1 (False).
+    dtype : str or numpy dtype
+        The values' and labels' float dtype.
+    block : int
+        Bytes of text per block (whole lines: a longer line makes its block longer).
+    threads : int, optional
+        At most this many threads parse a block (None: ``nets.get_num_threads()``), e.g.
+        fewer while other threads train on the blocks.
+
+    Yields
+    ------
+    (CSRNDArray, NDArray)
+        ``X`` ``(rows, n_features)`` and its labels ``y``, both of ``dtype``. The blocks
+        joined are ``load_libsvm(path, n_features, zero_based, dtype)``'s ``(X, y)``, value
+        for value.
     """
     path = _path(path)
     if zero_based not in (True, False):
@@ -545,14 +653,28 @@ def libsvm_blocks(path, n_features, zero_based=True, dtype="float32", block=READ
 SCAN_BLOCK = 16 << 20  # libsvm_width reads and parses this many bytes at a time
 
 
-def libsvm_width(path, zero_based=True, progress=False):
-    """The feature count of the LibSVM file ``path`` read with ``zero_based`` (True or
-    False): its largest feature index + 1 when zero-based, its largest index when one-based
-    (0 without features); ``load_libsvm(path, zero_based=...)`` gives ``X`` that width.
+def libsvm_width(path: Union[str, os.PathLike], zero_based: bool = True,
+                 progress: bool = False) -> int:
+    """The feature count of a LibSVM file, in bounded memory.
 
     It reads the file front to back in blocks of ``SCAN_BLOCK`` bytes, keeping none: memory
     stays bounded whatever the file's size (``load_libsvm(path).shape[1]`` holds the whole
     file). Malformed input raises ``NetsError`` as ``load_libsvm`` does.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (a stream is consumed by the scan).
+    zero_based : bool
+        Whether indices count from 0 (True) or 1 (False).
+    progress : bool
+        Show a tqdm bar of bytes.
+
+    Returns
+    -------
+    int
+        The largest feature index + 1 when zero-based, the largest index when one-based (0
+        without features): ``load_libsvm(path, zero_based=...)`` gives ``X`` that width.
     """
     path = _path(path)
     if zero_based not in (True, False):
@@ -673,16 +795,29 @@ SAVE_BLOCK = 1 << 20  # save_libsvm formats about this many values at a time
 DECIMAL_WORK = 32
 
 
-def save_libsvm(path, X, y, zero_based=True, query_id=None):
-    """Write ``X`` (CSR, or anything ``nd.sparse.csr_matrix`` accepts) and labels ``y`` as a
-    LibSVM file that ``load_libsvm`` reads back to identical arrays.
+def save_libsvm(path: Union[str, os.PathLike], X: Union[CSRNDArray, ArrayLike],
+                y: Union[NDArray, ArrayLike], zero_based: bool = True,
+                query_id: Optional[ArrayLike] = None) -> None:
+    """Write rows and labels as a LibSVM file that ``load_libsvm`` reads back to identical
+    arrays.
 
-    ``y`` is one label per row (1-D), or a CSR ``(n_samples, n_labels)`` whose stored
-    columns per row are written as a multi-label list ``1,3``. ``query_id`` (one integer
-    per row, -1 for none) adds ``qid:`` tokens. Indices are written from 0, or from 1 with
-    ``zero_based=False``. Each value is written as the shortest decimal that reads back
-    exactly (``0.1``, not ``0.100000001``). The file is written atomically: an error or a
-    killed process leaves a previous file at ``path`` whole.
+    Each value is written as the shortest decimal that reads back exactly (``0.1``, not
+    ``0.100000001``). The file is written atomically: an error or a killed process leaves a
+    previous file at ``path`` whole.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    X : CSRNDArray, or anything ``nd.sparse.csr_matrix`` accepts
+        The rows ``(n_samples, n_features)``.
+    y : array-like or CSRNDArray
+        One label per row (1-D), or a CSR ``(n_samples, n_labels)`` whose stored columns per
+        row are written as a multi-label list ``1,3``.
+    zero_based : bool
+        Write indices from 0 (True) or from 1 (False).
+    query_id : array-like of int, optional
+        One integer per row, -1 for none: adds ``qid:`` tokens.
     """
     path = _path(path)
     if not isinstance(X, CSRNDArray):

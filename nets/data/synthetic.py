@@ -1,5 +1,9 @@
 """Synthetic sparse learning problems, for examples, the ``nets`` command and tests: a CSR
 design matrix with power-law feature frequencies, the hidden model and its labels."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Tuple
+
 import numpy as np
 
 from ..base import NetsError, as_dtype
@@ -7,11 +11,16 @@ from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..random import generator
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
 __all__ = ["make_sparse_dataset"]
 
 
-def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_classes=2,
-                        zipf_s=1.05, seed=None, dtype="float32", signal=1.0):
+def make_sparse_dataset(n_samples: int, n_features: int, nnz_per_row: int,
+                        task: str = "binary", n_classes: int = 2, zipf_s: float = 1.05,
+                        seed: Optional[int] = None, dtype: DTypeLike = "float32",
+                        signal: float = 1.0) -> Tuple[CSRNDArray, NDArray, NDArray]:
     """A synthetic sparse learning problem: ``(X, y, w)``.
 
     ``X`` is a CSR ``(n_samples, n_features)`` matrix with exactly ``nnz_per_row`` distinct
@@ -25,6 +34,32 @@ def make_sparse_dataset(n_samples, n_features, nnz_per_row, task="binary", n_cla
     binary labels less noisy (more learnable). The draws are vectorised
     numpy; only rows still short of distinct features after four rounds are drawn one by
     one. ``seed=None`` draws from ``nets.random``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows.
+    n_features : int
+        Columns.
+    nnz_per_row : int
+        Distinct features per row, in ``[0, n_features]``.
+    task : {'binary', 'regression', 'multiclass'}
+        How the labels are drawn.
+    n_classes : int
+        Classes, for ``'multiclass'``.
+    zipf_s : float
+        The power law's exponent (larger: a few features more popular).
+    seed : int, optional
+        Seeds a generator of its own (None: ``nets.random``).
+    dtype : str or numpy dtype
+        The float dtype of ``X``, ``y`` and ``w``.
+    signal : float
+        Scales the scores before binary labels are drawn.
+
+    Returns
+    -------
+    (CSRNDArray, NDArray, NDArray)
+        ``X``, ``y`` and ``w``.
     """
     if task not in ("binary", "regression", "multiclass"):
         raise NetsError(f"task={task!r}: expected 'binary', 'regression' or 'multiclass'")

@@ -240,15 +240,15 @@ def test_libsvmiter_round_batch_and_reset(libsvm_file):
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_libsvmiter_fills_last_batches_from_the_part_start_parsed_once(libsvm_file, monkeypatch,
                                                                        shuffle):
-    from nets.data import iterators
+    from nets.data import reader
     path, X, y = libsvm_file
     parsed = []
-    real = iterators.read_blocks
+    real = reader.read_blocks
 
     def counting(read, spec, ranges, name):
         parsed.append(tuple(ranges))
         return real(read, spec, ranges, name=name)
-    monkeypatch.setattr(iterators, "read_blocks", counting)
+    monkeypatch.setattr(reader, "read_blocks", counting)
     it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=10,
                          chunk_bytes=64, shuffle=shuffle)
     blocks = len(it._blocks[0])
