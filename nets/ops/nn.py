@@ -98,12 +98,12 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
 def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     shape = _fc_check(data, weight, bias, num_hidden, no_bias, flatten)
     if data.stype == "csr":
-        y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0]._np
+        y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0].values
     else:
-        w = weight._np
-        y = _matmul(data._np.reshape(math.prod(shape[:-1]), w.shape[1]), w.T)
+        w = weight.values
+        y = _matmul(data.values.reshape(math.prod(shape[:-1]), w.shape[1]), w.T)
     if bias is not None:
-        y += bias._np
+        y += bias.values
     if act_type is not None:
         y = _fused_act(y, act_type, "FullyConnected")
     return NDArray(y if y.shape == shape else y.reshape(shape), data.context)
@@ -136,11 +136,12 @@ def _(node, g):
     g = _through_act(node, as_dense(g))
     if data.stype == weight.stype == "default" and RECORDER.get() is None:
         # not differentiated again: the same products in numpy, without dispatching ops
-        g2, ctx = g._np.reshape(-1, weight.shape[0]), g.context
+        g2, ctx = g.values.reshape(-1, weight.shape[0]), g.context
         return (None if wants[0] is None else
-                NDArray(_matmul(g2, weight._np).reshape(data.shape), ctx),
+                NDArray(_matmul(g2, weight.values).reshape(data.shape), ctx),
                 None if wants[1] is None else
-                NDArray(_matmul(g2.T, data._np.reshape(g2.shape[0], -1)), ctx),
+                # (the width from the weight: a 0-row batch has no -1 to infer)
+                NDArray(_matmul(g2.T, data.values.reshape(g2.shape[0], weight.shape[1])), ctx),
                 None if bias is None or wants[2] is None else
                 NDArray(np.add.reduce(g2, axis=0, dtype=g2.dtype), ctx))
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
@@ -153,7 +154,7 @@ def _(node, g):
             d_data = dot(g2, weight)
             d_data = d_data if data.ndim == 2 else reshape(d_data, shape=data.shape)
         if wants[1] is not None:
-            x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], -1))
+            x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], weight.shape[1]))
             d_weight = dot(g2, x2, transpose_a=True)
     return (d_data, d_weight,
             None if bias is None or wants[2] is None else _sum_to(g, shape=bias.shape))
@@ -208,12 +209,12 @@ def _dot_bias_impl(data, weight, bias, act_type):
                          f"({weight.shape[1]},)")
     if data.stype == "csr":
         out = np.empty((data.shape[0], weight.shape[1]), weight.dtype)
-        out[...] = 0 if bias is None else bias._np
-        _csr_dense_into(data, weight._np, out)
+        out[...] = 0 if bias is None else bias.values
+        _csr_dense_into(data, weight.values, out)
     else:
-        out = _matmul(data._np, weight._np)
+        out = _matmul(data.values, weight.values)
         if bias is not None:
-            out += bias._np
+            out += bias.values
     return NDArray(_fused_act(out, act_type, "_dot_bias"), data.context)
 
 
@@ -233,7 +234,7 @@ def _(node, g):
                 if wants[1] is not None else None)
     d_bias = None
     if bias is not None and wants[2] is not None:
-        d_bias = (NDArray(g._np.sum(axis=0), g.context) if RECORDER.get() is None
+        d_bias = (NDArray(g.values.sum(axis=0), g.context) if RECORDER.get() is None
                   else _sum_to(g, shape=bias.shape))  # (a graph only when differentiated again)
     return d_data, d_weight, d_bias
 
@@ -284,18 +285,18 @@ def _embedding_check(weight, input_dim, output_dim, dtype):
 @Embedding.impl("default", "default")
 def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
     _embedding_check(weight, input_dim, output_dim, dtype)
-    return NDArray(take_rows(weight._np, data._np, "Embedding", "data"), data.context)
+    return NDArray(take_rows(weight.values, data.values, "Embedding", "data"), data.context)
 
 
 @Embedding.impl("default", "row_sparse")
 def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
     _embedding_check(weight, input_dim, output_dim, dtype)
-    ids = as_row_ids(data._np, input_dim, "Embedding", "data").reshape(-1)
+    ids = as_row_ids(data.values, input_dim, "Embedding", "data").reshape(-1)
     # Position of each id among the stored rows; ids not stored stay zero.
-    pos = np.minimum(np.searchsorted(weight._indices, ids), len(weight._indices) - 1)
-    found = np.flatnonzero(weight._indices[pos] == ids) if len(weight._indices) else pos[:0]
+    pos = np.minimum(np.searchsorted(weight.index_array, ids), len(weight.index_array) - 1)
+    found = np.flatnonzero(weight.index_array[pos] == ids) if len(weight.index_array) else pos[:0]
     out = np.zeros((ids.size, output_dim), dtype=weight.dtype)
-    out[found] = weight._data[pos[found]]
+    out[found] = weight.values[pos[found]]
     return NDArray(out.reshape(data.shape + (output_dim,)), data.context)
 
 
@@ -399,8 +400,8 @@ def _through_act(node, g):
     derivative, y = _activation(act_type).derivatives[0], node.output(0)
     if RECORDER.get() is None:
         with np.errstate(all="ignore"):
-            d = derivative(y._np, y._np)
-            return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
+            d = derivative(y.values, y.values)
+            return NDArray(np.multiply(g.values, d).astype(g.dtype, copy=False), g.context)
     return g * derivative(y, y)
 
 
@@ -510,23 +511,22 @@ def _(data, gamma, act_type, slope, lower_bound, upper_bound):
             raise NetsError("LeakyReLU: act_type='prelu' needs the gamma input")
         if data.stype != "default":
             return NotImplemented
-        x = data._np
-        out = np.where(x > 0, x, _prelu_gamma(gamma._np, x.ndim) * x)
+        x = data.values
+        out = np.where(x > 0, x, _prelu_gamma(gamma.values, x.ndim) * x)
         return NDArray(out.astype(np.result_type(data.dtype, gamma.dtype), copy=False),
                        data.context)
-    values = data._np if data.stype == "default" else data._data
     with np.errstate(all="ignore"):
-        out = fns[0](values, slope).astype(data.dtype, copy=False)
-    return NDArray(out, data.context) if data.stype == "default" else unary.with_values(data, out)
+        out = fns[0](data.values, slope).astype(data.dtype, copy=False)
+    return NDArray(out, data.context) if data.stype == "default" else data.with_values(out)
 
 
 def _at(x, g):
-    """The values of ``x`` where the sparse ``g`` stores values (``g._data``'s layout): the
+    """The values of ``x`` where the sparse ``g`` stores values (``g.values``'s layout): the
     stored values themselves when ``x`` has ``g``'s pattern, else read from ``x`` dense."""
-    if x.stype == g.stype and all(np.array_equal(getattr(x, p), getattr(g, p))
-                                  for p in x._parts):
-        return x._data
-    return as_dense(x)._np[unary.positions(g)]
+    if x.stype == g.stype and np.array_equal(x.index_array, g.index_array) and (
+            x.stype != "csr" or np.array_equal(x.indptr_array, g.indptr_array)):
+        return x.values
+    return as_dense(x).values[unary.positions(g)]
 
 
 @LeakyReLU.vjp
@@ -535,19 +535,19 @@ def _(node, g):
     y = node.output(0)
     with np.errstate(all="ignore"):
         if attrs["act_type"] == "prelu":
-            xv, gv = x._np, as_dense(g)._np
-            dx = gv * np.where(xv > 0, 1, _prelu_gamma(gamma._np, xv.ndim))
+            xv, gv = x.values, as_dense(g).values
+            dx = gv * np.where(xv > 0, 1, _prelu_gamma(gamma.values, xv.ndim))
             axes = tuple(a for a in range(xv.ndim) if a != 1 or gamma.size == 1)
             dgamma = (gv * np.minimum(xv, 0)).sum(axis=axes).reshape(gamma.shape)
             return (NDArray(dx.astype(x.dtype, copy=False), x.context),
                     NDArray(dgamma.astype(gamma.dtype, copy=False), gamma.context))
         derivative = _leaky(attrs["act_type"])[1]
         if g.stype == "default":
-            xv, yv = as_dense(x)._np, as_dense(y)._np
+            xv, yv = as_dense(x).values, as_dense(y).values
             d = derivative(xv, yv, attrs["slope"])
-            return NDArray((g._np * d).astype(g.dtype, copy=False), g.context), None
+            return NDArray((g.values * d).astype(g.dtype, copy=False), g.context), None
         d = derivative(_at(x, g), _at(y, g), attrs["slope"])
-        return unary.with_values(g, (g._data * d).astype(g.dtype, copy=False)), None
+        return g.with_values((g.values * d).astype(g.dtype, copy=False)), None
 
 
 # -- softmax / log_softmax ---------------------------------------------------------------------
@@ -561,7 +561,7 @@ def _shifted(data, op, axis, temperature):
     """``data / temperature`` minus its max along ``axis`` (so exp never overflows)."""
     if not -data.ndim <= axis < data.ndim:
         raise ShapeError(f"{op}: axis={axis} is out of range for an input of shape {data.shape}")
-    x = data._np.astype(_float(data.dtype), copy=False)
+    x = data.values.astype(_float(data.dtype), copy=False)
     if temperature is not None:
         if not temperature > 0:
             raise NetsError(f"{op}: temperature={temperature!r} must be positive")
@@ -647,7 +647,7 @@ def _(data, mask):
 
 @_dropout.impl("default", "default")
 def _(data, mask):
-    return NDArray(data._np * mask._np, data.context)
+    return NDArray(data.values * mask.values, data.context)
 
 
 @_dropout.vjp
@@ -720,7 +720,7 @@ def _loss_op(name, attrs, doc, loss, grads):
             raise ShapeError(f"{name}: label has shape {label.shape} but pred {pred.shape}; "
                              f"they must be equal" + ("" if shape is None else
                                                       f" (or label the output's {shape})"))
-        out = np.asarray(loss(pred._np, label._np.reshape(pred.shape), **kw))
+        out = np.asarray(loss(pred.values, label.values.reshape(pred.shape), **kw))
         return NDArray(out if shape is None else out.reshape(shape), pred.context)
 
     names = tuple(attrs)  # the formula's attributes (not ``shape``)
@@ -729,9 +729,9 @@ def _loss_op(name, attrs, doc, loss, grads):
     def _(node, g):
         pred, label = node.inputs
         shape = pred.shape
-        g = as_dense(g)._np.reshape(shape)
+        g = as_dense(g).values.reshape(shape)
         # (sparse operands reach here from the dense fallback)
-        derivs = grads(as_dense(pred)._np, as_dense(label)._np.reshape(shape),
+        derivs = grads(as_dense(pred).values, as_dense(label).values.reshape(shape),
                        **{k: node.attrs[k] for k in names})
         return tuple([None if parent is None else
                       NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
