@@ -271,8 +271,24 @@ def _(ins, attrs):
         return ins, [None] * _num_outputs(prop, op_type)
     ret = _user(op_type, "infer_shape", prop.infer_shape, [list(s) for s in args])
     args, outs, aux = _returned(prop, op_type, "infer_shape", ret)
-    return ([tuple(int(d) for d in s) for s in list(args) + list(aux)],
-            [tuple(int(d) for d in s) for s in outs])
+    return ([_shape(op_type, s) for s in list(args) + list(aux)],
+            [_shape(op_type, s) for s in outs])
+
+
+def _shape(op_type, shape):
+    """A shape ``infer_shape`` returned, as a tuple of non-negative ints, or ``NetsError``
+    naming the operator and the value."""
+    try:
+        out = tuple(int(d) for d in shape)
+        ok = not isinstance(shape, (str, bytes)) and all(
+            d >= 0 and d == s for d, s in zip(out, shape))
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise NetsError(f"Custom operator op_type={op_type!r}: infer_shape returned "
+                        f"{shape!r:.200} where a shape (a list of non-negative integers) "
+                        f"belongs")
+    return out
 
 
 def _dtypes(prop, op_type, dtypes):

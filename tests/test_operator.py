@@ -129,6 +129,30 @@ def test_user_errors_name_the_op_type():
         register("test_not_a_prop")(object)
 
 
+GARBAGE_SHAPES = {"a string": "abc", "negative": [-1], "fraction": [2.5], "None": None,
+                  "nested": [[2]]}
+
+
+@register("test_garbage_shape")
+class GarbageShapeProp(CustomOpProp):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def infer_shape(self, in_shape):
+        return in_shape, [GARBAGE_SHAPES[self.kind]], []
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return Broken()
+
+
+@pytest.mark.parametrize("kind", sorted(GARBAGE_SHAPES))
+def test_garbage_from_infer_shape_is_one_error_naming_the_op(kind):
+    with pytest.raises(NetsError, match=r"op_type='test_garbage_shape': infer_shape returned "
+                                        r".* where a shape \(a list of non-negative integers"):
+        nd.Custom(nd.ones((2,)), op_type="test_garbage_shape", kind=kind)
+
+
 class Halve(CustomOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         self.assign(out_data[0], req[0], in_data[0] / 2)
