@@ -8,6 +8,9 @@ sums the values pushed to a key (``push``; row_sparse ones over the union of the
 applies an optimizer to the held value when one is set (``set_optimizer``: lazily for
 row_sparse gradients) and copies it out (``pull``, ``row_sparse_pull``).
 
+A complete distributed worker script, its launch command and what it prints:
+``examples/distributed_quickstart.py`` and the quick start of ``docs/distributed.md``.
+
 Backends are ``KVStore`` subclasses registered under their names (``register``).
 ``Trainer`` and ``Module`` take a store (or its name) through ``nets.kv.training``.
 """

@@ -10,6 +10,7 @@ the Ray one of ``dist.py``) implements those and the optimizer methods.
 import importlib
 import numbers
 import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,16 +24,39 @@ __all__ = ["KVStore", "KVStoreBase", "Pending", "create", "register", "DIST_NAME
 DIST_NAMES = ("dist_sync", "dist_async", "dist_sync_device", "dist_device_sync",
               "dist_async_device", "dist_device_async")
 
+# The annotations of the API: a key, one key or a list of keys, and for each key one array
+# or a list of arrays (MXNet's values of several devices); a list of keys takes a list with
+# one such entry per key.
+Key = int | str
+Keys = Key | Sequence[Key]
+Arrays = NDArray | Sequence[NDArray] | Sequence[NDArray | Sequence[NDArray]]
+
 DIST_BACKEND = "nets.kv.dist"  # the module that registers DIST_NAMES (imports Ray)
 
 _REGISTRY = {}
 
 
-def register(klass):
+def register(klass: type) -> type:
     """Register a ``KVStore`` subclass under each name in its ``names`` (a class decorator).
 
     ``create(name)`` then makes ``klass(name)``; a backend registering a name another
-    class holds replaces it."""
+    class holds replaces it.
+
+    Parameters
+    ----------
+    klass : type
+        A subclass of ``KVStore`` whose ``names`` (a tuple of str) is not empty.
+
+    Returns
+    -------
+    type
+        ``klass`` itself.
+
+    Raises
+    ------
+    NetsError
+        ``klass`` is not a ``KVStore`` subclass, or lists no names.
+    """
     if not (isinstance(klass, type) and issubclass(klass, KVStore)) or not klass.names:
         raise NetsError(f"register needs a KVStore subclass with store names, got {klass!r}")
     for name in klass.names:
@@ -40,9 +64,51 @@ def register(klass):
     return klass
 
 
-def create(name="local"):
-    """A new store of type ``name``: ``'local'`` (``'device'``, ...) or a distributed one
-    (``'dist_sync'``, ``'dist_async'``, ...: the Ray backend of the ``nets[dist]`` extra)."""
+def create(name: str = "local") -> "KVStore":
+    """Make a new key-value store of type ``name`` (MXNet's ``mx.kv.create``).
+
+    Parameters
+    ----------
+    name : str, default 'local'
+        The store type.
+
+        - ``'local'``: the values live in this process (``nets.kv.LocalKVStore``).
+          ``'device'``, ``'local_update_cpu'``, ``'local_allreduce_cpu'`` and
+          ``'local_allreduce_device'`` are the same store.
+        - ``'dist_sync'``: a distributed store on Ray (the ``nets[dist]`` extra), made in a
+          worker process started by ``python -m nets.kv.launch -n WORKERS -- COMMAND``,
+          whose environment says where the cluster and the store's servers are. The r-th
+          push of a key by every worker forms round r: the servers apply the round's sum
+          once every worker has pushed, so a pull after a push sees it.
+        - ``'dist_async'``: as ``'dist_sync'``, but each push is applied when it arrives
+          (it needs an optimizer: ``set_optimizer``).
+        - ``'dist_sync_device'``, ``'dist_device_sync'``, ``'dist_async_device'``,
+          ``'dist_device_async'``: aliases of the two above (``DIST_NAMES``).
+
+    Returns
+    -------
+    KVStore
+        The new store (``LocalKVStore``, or ``nets.kv.dist.DistKVStore`` for the
+        distributed types).
+
+    Raises
+    ------
+    NetsError
+        ``name`` is not a str or not a known type (the message lists the known ones); a
+        distributed type when Ray is not installed (the message says which extra to
+        install) or in a process the launcher did not start (the message names the
+        missing environment variables).
+
+    Examples
+    --------
+    >>> kv = nets.kv.create("local")
+    >>> kv.init(3, nets.nd.zeros((2, 3)))
+    >>> kv.push(3, [nets.nd.ones((2, 3)), nets.nd.ones((2, 3))])  # summed
+    >>> out = nets.nd.zeros((2, 3))
+    >>> kv.pull(3, out=out)
+    >>> out.asnumpy()[0]
+    array([2., 2., 2.], dtype=float32)
+    """
     if not isinstance(name, str):
         raise NetsError(f"kv.create: name must be a string, got {type(name).__name__}")
     if name in DIST_NAMES and name not in _REGISTRY:
@@ -90,9 +156,10 @@ class Pending:
 class KVStore:
     """A key-value store of arrays (MXNet's ``KVStore``); make one with ``nets.kv.create``.
 
-    Keys are ints or strs (one kind per store). ``value``/``out`` arguments take, for one
-    key, an array or a list of arrays (summed by ``push``, each filled by ``pull``) and, for
-    a list of keys, a list with one such entry per key.
+    Keys are ints or strs (one kind per store: the first key fixes it). ``value``/``out``
+    arguments take, for one key, an array or a list of arrays (summed by ``push``, each
+    filled by ``pull``) and, for a list of keys, a list with one such entry per key. A
+    wrong argument raises ``NetsError`` naming the method, the argument and the key.
     """
 
     names = ()  # the store types a subclass serves (see ``register``)
@@ -105,27 +172,47 @@ class KVStore:
 
     # -- description ---------------------------------------------------------------------
     @property
-    def type(self):
+    def type(self) -> str:
         """The store type given to ``create``."""
         return self._type
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """This worker's rank among ``num_workers`` (0 for a local store)."""
         return 0
 
     @property
-    def num_workers(self):
+    def num_workers(self) -> int:
         """How many workers share the store (1 for a local store)."""
         return 1
 
-    def barrier(self):
-        """Wait until every worker reaches this call (immediate for a local store)."""
+    def barrier(self) -> None:
+        """Wait until every worker reaches this call (immediate for a local store).
+
+        A distributed store first waits for this worker's pushes, and raises ``NetsError``
+        naming the workers that did not arrive within ``NETS_KV_TIMEOUT`` seconds."""
 
     _barrier = barrier
 
-    def is_capable(self, capability):
-        """Whether the store supports ``capability`` (``KVStore.OPTIMIZER``)."""
+    def is_capable(self, capability: str) -> bool:
+        """Whether the store supports ``capability``.
+
+        Parameters
+        ----------
+        capability : str
+            ``KVStore.OPTIMIZER`` (``'optimizer'``), the only capability: every store can
+            run an optimizer.
+
+        Returns
+        -------
+        bool
+            True.
+
+        Raises
+        ------
+        NetsError
+            ``capability`` is not a known capability.
+        """
         if capability != self.OPTIMIZER:
             raise NetsError(f"is_capable: unknown capability {capability!r}; known: "
                             f"{[self.OPTIMIZER]}")
@@ -232,17 +319,46 @@ class KVStore:
         return True
 
     # -- the API ---------------------------------------------------------------------------
-    def init(self, key, value=None, shape=None, init=None, seed=0, dtype="float32"):
-        """Store a copy of ``value`` under ``key`` (once per key); or, without ``value``,
-        a dense table of ``shape`` (a tuple of positive ints; for a list of keys, a list of
-        one per key) made by the initializer ``init`` (a ``nets.init`` initializer instance,
-        given the key as the parameter name) from ``seed`` (an int >= 0) in ``dtype``.
+    def init(self, key: Keys, value: Arrays | None = None,
+             shape: tuple[int, ...] | list[tuple[int, ...]] | None = None,
+             init: object | None = None, seed: int = 0, dtype: str = "float32") -> None:
+        """Give each key its first value: a copy of ``value``, or a table the store makes.
 
-        A generated table is the same on every store: its rows are drawn in blocks of
-        ``nets.kv.shard.INIT_BLOCK_ROWS``, block ``b`` from a generator seeded with
-        ``(seed, b)`` (``nets.kv.shard.generate``); a distributed store's servers each
-        make their own rows, nothing is sent from a worker. Initializers whose rule
-        reads the array's shape (``shape_dependent``: ``Xavier``) are refused."""
+        Each key is initialized once. A distributed store keeps rank 0's values (the other
+        workers' are not sent) and every worker waits for the others before returning.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            The key(s) to create.
+        value : NDArray, or a list with one NDArray per key, optional
+            The initial value, dense or row_sparse, copied into the store. Give either
+            ``value``, or ``shape`` and ``init``.
+        shape : tuple of int, or a list of tuples (one per key), optional
+            Without ``value``: the shape (positive ints) of a dense table the store makes.
+        init : nets.init.Initializer, optional
+            Without ``value``: the initializer instance that fills the table, given the
+            key as the parameter name (a key ending in ``bias`` gets zeros). Initializers
+            whose rule reads the array's shape (``shape_dependent``: ``Xavier``) and
+            initializer names (str) are refused.
+        seed : int, default 0
+            Without ``value``: the seed (>= 0) of the table's draws. The table is the same
+            on every store whatever its number of servers: its rows are drawn in blocks of
+            ``nets.kv.shard.INIT_BLOCK_ROWS``, block ``b`` from a generator seeded with
+            ``(seed, b)`` (``nets.kv.shard.generate``); a distributed store's servers each
+            make their own rows, nothing is sent from a worker.
+        dtype : str or numpy dtype, default 'float32'
+            Without ``value``: float16, float32 or float64.
+
+        Raises
+        ------
+        NetsError
+            A key already initialized or listed twice, a key that is neither int nor str
+            (or of the other kind than the store's keys), a value that is not an NDArray
+            or is CSR, both ``value`` and ``shape``/``init`` or neither, and a bad
+            ``shape``, ``seed``, ``init`` or ``dtype`` (the message names the argument and
+            its value).
+        """
         if value is not None:
             if shape is not None or init is not None:
                 raise NetsError("init: give either value, or shape and init, not both")
@@ -279,45 +395,146 @@ class KVStore:
         self._init_generated([(k, tuple(int(d) for d in s), dtype, initializer, int(seed))
                               for k, s in zip(keys, shapes)])
 
-    def broadcast(self, key, value, out, priority=0):
-        """``init(key, value)`` then ``pull(key, out)``."""
+    def broadcast(self, key: Keys, value: Arrays, out: Arrays, priority: int = 0) -> None:
+        """``init(key, value)`` then ``pull(key, out=out)``: every worker gets rank 0's value.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            The key(s) to create.
+        value : NDArray, or a list with one NDArray per key
+            The initial value (a distributed store keeps rank 0's).
+        out : NDArray or list of NDArray, or a list with one such entry per key
+            Filled with the stored value, as ``pull`` fills it.
+        priority : int, default 0
+            Accepted for MXNet's signature; unused.
+        """
         self.init(key, value)
         self.pull(key, out=out, priority=priority)
 
-    def push(self, key, value, priority=0):
-        """Push ``value`` to ``key``: the arrays given for one key are summed (row_sparse
-        ones over the union of their rows) and the sum either replaces the held value or,
-        with an optimizer or updater set, updates it. ``priority`` is accepted and unused
-        (a local store runs each call at once)."""
+    def push(self, key: Keys, value: Arrays, priority: int = 0) -> None:
+        """Push values to keys: the sum replaces the stored value, or updates it through
+        the optimizer once ``set_optimizer`` was called.
+
+        The arrays given for one key are summed (row_sparse ones over the union of their
+        rows). Without an optimizer the sum replaces the stored value; with one, it is the
+        gradient of an update of the stored value (lazy, row by row, for a row_sparse
+        gradient), the key being the optimizer's parameter index. Under ``dist_sync`` the
+        r-th push of every worker is summed into one update; under ``dist_async`` each
+        push is applied on arrival. A distributed store's push returns at once: a later
+        ``pull`` of the key, ``barrier`` or save of the states waits for it (and raises
+        its errors).
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Keys already initialized (``init``).
+        value : NDArray or list of NDArray, or a list with one such entry per key
+            Dense or row_sparse arrays of the key's shape. With 2-bit compression
+            (``set_gradient_compression``) dense arrays are compressed first.
+        priority : int, default 0
+            Accepted for MXNet's signature; unused.
+
+        Raises
+        ------
+        NetsError
+            An unknown key, an array of another shape or a CSR array, a list of values of
+            another length than the list of keys.
+        """
         self._push(self._pairs(key, value, "push"))
 
-    def pull(self, key, out=None, priority=0, ignore_sparse=True):
-        """Copy the value of ``key`` into each array of ``out`` (keeping their storage type).
-        With ``ignore_sparse`` a row_sparse ``out`` is left unchanged (with a warning, once
-        per key): pull rows with ``row_sparse_pull``."""
+    def pull(self, key: Keys, out: Arrays | None = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
+        """Copy the stored value of each key into each of its ``out`` arrays.
+
+        A distributed store's pull sees every push this worker made before it (under
+        ``dist_sync``: their rounds, with every worker's pushes).
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Keys already initialized.
+        out : NDArray or list of NDArray, or a list with one such entry per key
+            Arrays of the key's shape, each filled with the whole value and keeping its own
+            storage type. Required.
+        priority : int, default 0
+            Accepted for MXNet's signature; unused.
+        ignore_sparse : bool, default True
+            Leave a row_sparse ``out`` unchanged (warning once per key), as MXNet does:
+            pull its rows with ``row_sparse_pull``. False fills it with every row.
+
+        Raises
+        ------
+        NetsError
+            ``out`` missing, an unknown key, an ``out`` of another shape.
+        """
         if out is None:
             raise NetsError("pull: out is required")
         self._pull(self._pairs(key, out, "pull", "out"), ignore_sparse)
 
-    def pushpull(self, key, value, out=None, priority=0, ignore_sparse=True):
+    def pushpull(self, key: Keys, value: Arrays, out: Arrays | None = None,
+                 priority: int = 0, ignore_sparse: bool = True) -> None:
         """``push(key, value)`` then ``pull(key, out, ignore_sparse=ignore_sparse)``, with
-        the same results; ``out=None`` pulls into ``value``. A distributed store does both
-        in one call per server, answered once the push is applied (under ``dist_sync``:
-        the round merged and applied), and waits for it. All arguments are checked before
-        anything is sent."""
+        the same results.
+
+        A distributed store does both in one call per server, answered once the push is
+        applied (under ``dist_sync``: the round merged and applied), and waits for it. All
+        arguments are checked before anything is sent.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Keys already initialized.
+        value : NDArray or list of NDArray, or a list with one such entry per key
+            What to push, as for ``push``.
+        out : NDArray or list of NDArray, or a list with one such entry per key, optional
+            Where to pull, as for ``pull``; None pulls into ``value``.
+        priority : int, default 0
+            Accepted for MXNet's signature; unused.
+        ignore_sparse : bool, default True
+            As for ``pull`` (a nets addition: MXNet's ``pushpull`` has no such argument).
+
+        Raises
+        ------
+        NetsError
+            What ``push`` or ``pull`` would raise for these arguments.
+        """
         pairs = self._pairs(key, value, "pushpull")
         outs = self._pairs(key, value if out is None else out, "pushpull", "out")
         self._check_push(pairs)
         self._check_pull(outs, "pushpull")
         self._pushpull(pairs, outs, ignore_sparse)
 
-    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Pull the rows ``row_ids`` of ``key`` into each row_sparse array of ``out``.
+    def row_sparse_pull(self, key: Keys, out: Arrays | None = None, priority: int = 0,
+                        row_ids: NDArray | Sequence[NDArray | Sequence[NDArray]] | None = None
+                        ) -> None:
+        """Pull only some rows of each key into row_sparse arrays.
 
-        ``row_ids`` are integer (or whole-number) arrays of any shape; order and duplicates
-        do not matter: each ``out`` becomes row_sparse holding the sorted unique rows (those
-        of a row_sparse value that it does not hold stay absent). Give one ``row_ids``
-        array per ``out`` array, or one for all the arrays of a key."""
+        Each ``out`` becomes row_sparse holding the sorted unique rows of its ``row_ids``
+        (rows that a row_sparse stored value does not hold stay absent). A distributed
+        store asks each server only for the rows it holds, and the pull sees this worker's
+        earlier pushes.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Keys already initialized.
+        out : RowSparseNDArray or list of them, or a list with one such entry per key
+            Arrays of the key's shape. Required.
+        priority : int, default 0
+            Accepted for MXNet's signature; unused.
+        row_ids : NDArray, or a list (one entry per key) of an NDArray or a list of them
+            Dense arrays of row ids, integer or whole-number floats, of any shape, in any
+            order, with repeats. Give one per ``out`` array, or one for all the ``out``
+            arrays of a key. Required.
+
+        Raises
+        ------
+        NetsError
+            ``out`` or ``row_ids`` missing, an ``out`` that is not row_sparse, ``row_ids``
+            that are not a dense NDArray, ids out of range or not whole numbers, lists of
+            mismatched lengths, an unknown key.
+        """
         self._start_pull_rows(self._rows_work(key, out, row_ids)).wait()
 
     def _prefetch_rows(self, key, out, row_ids):
@@ -395,20 +612,86 @@ class KVStore:
         returns a ``Pending`` whose ``wait()`` completes it (see ``_prefetch_rows``)."""
         raise NotImplementedError
 
-    def set_optimizer(self, optimizer):
-        """Apply ``optimizer`` (a ``nets.optim.Optimizer``) to each key's value at a push."""
+    def set_optimizer(self, optimizer: object) -> None:
+        """Make every later ``push`` update the stored value with ``optimizer``.
+
+        The key is the optimizer's parameter index (``Trainer`` keys its parameters
+        0, 1, ...). A row_sparse gradient is applied lazily: only its rows of the value and
+        of the optimizer's state are read or written. A distributed store sends a copy of
+        the optimizer to its servers (rank 0's); the learning rate and ``rescale_grad``
+        travel with each push, so later changes on the worker take effect.
+
+        Parameters
+        ----------
+        optimizer : nets.optim.Optimizer
+            An optimizer instance, e.g. ``nets.optim.create('adam', learning_rate=0.01)``.
+
+        Raises
+        ------
+        NetsError
+            ``optimizer`` is not a ``nets.optim.Optimizer``.
+        """
         raise NotImplementedError
 
-    def set_gradient_compression(self, compression_params):
-        """Compress pushed gradients: ``{'type': '2bit', 'threshold': t}``."""
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """Compress the dense arrays of every later ``push`` to 2 bits per element.
+
+        Each pushed array is added to its residual (per key and per array of the push);
+        elements ``>= threshold`` are sent as ``threshold``, ``<= -threshold`` as
+        ``-threshold``, the others as 0, and the residual keeps the difference. Pushing a
+        row_sparse array then raises ``NetsError``.
+
+        Parameters
+        ----------
+        compression_params : dict
+            ``{'type': '2bit', 'threshold': t}`` with ``t`` a finite number > 0 (default
+            0.5 when absent), or ``{'type': 'none'}``: no compression.
+
+        Raises
+        ------
+        NetsError
+            Not a dict with a ``'type'``, another type, a threshold that is not a finite
+            positive number, an entry other than ``'type'`` and ``'threshold'``.
+        """
         raise NotImplementedError
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
-        """Save the optimizer states of the store's keys."""
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Write the optimizer's state of every key to ``fname``.
+
+        The file is the one ``Trainer.save_states`` writes (nets' ``.npz``, read without
+        pickle; a key is named by the optimizer's ``param_dict`` where it names it). A
+        distributed store gathers its servers' states into one such file, which a local
+        store or a single-process ``Trainer`` can load, and the reverse.
+
+        Parameters
+        ----------
+        fname : str
+            The file to write.
+        dump_optimizer : bool, default False
+            Accepted for MXNet's signature; the optimizer itself is never stored.
+
+        Raises
+        ------
+        NetsError
+            No optimizer set (``set_optimizer``).
+        """
         raise NotImplementedError
 
-    def load_optimizer_states(self, fname):
-        """Load states written by ``save_optimizer_states``."""
+    def load_optimizer_states(self, fname: str) -> None:
+        """Read the optimizer's state of every key from ``fname``.
+
+        Parameters
+        ----------
+        fname : str
+            A file written by ``save_optimizer_states`` (of any store) or
+            ``Trainer.save_states``.
+
+        Raises
+        ------
+        NetsError
+            No optimizer set; a missing, truncated or mismatched file (the message names
+            what is wrong).
+        """
         raise NotImplementedError
 
 

@@ -6,8 +6,9 @@ by the store itself and by the tests (one code path).
 Security: Ray runs any code a client that reaches its ports sends. A cluster started here
 binds the loopback address only (Ray's single-machine mode,
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, and ``node_ip_address=127.0.0.1``), starts no
-dashboard, sends no usage statistics, and requires Ray's token authentication with a
-fresh random token (``RAY_AUTH_TOKEN``) that only the processes started here receive.
+dashboard, sends no usage statistics, and requires Ray's token authentication
+(``RAY_AUTH_MODE=token``, set explicitly: Ray then prints no notice that it turned it on)
+with a fresh random token (``RAY_AUTH_TOKEN``) that only the processes started here receive.
 """
 import os
 import secrets
@@ -17,6 +18,7 @@ import threading
 import uuid
 
 import ray
+from ray._raylet import Config as ray_config
 
 from ..base import NetsError, env_number
 from .server import Coordinator, Server
@@ -47,32 +49,46 @@ def _source_root():
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
 INLINE_ENV, INLINE_BYTES = "RAY_max_direct_call_object_size", 16 * 2**20
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
 
 def _local_environment():
     """Set, in this process (so in Ray's processes it starts and in the workers), what a
-    loopback-only, token-protected, quiet cluster needs. Ray reads ``LOOPBACK_ENV`` when
-    it is imported: a process that starts a cluster sets it to "0" before importing Ray
-    (``python -m nets.kv.launch`` does)."""
+    loopback-only, token-protected, quiet cluster needs (``RAY_AUTH_MODE=token``;
+    ``RAY_AUTH_TOKEN``, a fresh random one unless the environment has one). Ray reads
+    ``LOOPBACK_ENV`` when it is imported: a process that starts a cluster sets it to "0"
+    before importing Ray (``python -m nets.kv.launch`` does)."""
     os.environ[LOOPBACK_ENV] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     # A push's gradient rows and the rows its answer brings back (megabytes) travel inside
     # the call's message rather than through Ray's object store (Ray's bound: 100 KiB).
     os.environ.setdefault(INLINE_ENV, str(INLINE_BYTES))
-    # (ray.init turns token mode on for a cluster it starts, and finds this token)
+    # Token authentication, always, with this token (a caller's own RAY_AUTH_TOKEN is kept).
+    # Left unset, RAY_AUTH_MODE makes ray.init turn token mode on by itself and log "Token
+    # authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt
+    # out" at every start; set, it is used as given, without a message. A caller's
+    # RAY_AUTH_MODE=disabled is overridden: a cluster started here never runs without it.
+    os.environ[AUTH_MODE_ENV] = "token"
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    # Ray reads its settings (the authentication mode, the inline bound above) when it is
+    # imported; re-read them, as ray.init does when it turns token mode on itself.
+    ray_config.initialize("")
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = _source_root() + (os.pathsep + path if path else "")
 
 
 def start_local(object_store_memory=256 * 2**20, num_cpus=1, attempts=3):
-    """Start a Ray cluster on this machine, bound to 127.0.0.1, with this process as its
-    driver; returns its address (``ray.shutdown()`` stops it). Ray gives its agents a
-    fixed time to start, which a busy machine can exceed: a failed start is retried."""
+    """Start a new Ray cluster on this machine, bound to 127.0.0.1, with this process as
+    its driver (even where ``RAY_ADDRESS`` is set or a ``ray start`` cluster runs); returns
+    its address (``ray.shutdown()`` stops it). Ray gives its agents a fixed time to start,
+    which a busy machine can exceed: a failed start is retried."""
     _local_environment()
     for attempt in range(attempts):
         try:
-            info = ray.init(_node_ip_address="127.0.0.1", include_dashboard=False,
+            # address="local": a new cluster, never one that RAY_ADDRESS or the record of
+            # the last `ray start` on this machine (Ray's temp folder) would otherwise join
+            info = ray.init(address="local", _node_ip_address="127.0.0.1",
+                            include_dashboard=False,
                             object_store_memory=int(object_store_memory), num_cpus=num_cpus,
                             namespace="nets-kv-launch", logging_level="warning")
             break

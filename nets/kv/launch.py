@@ -1,13 +1,16 @@
 """``python -m nets.kv.launch -n W [-s S] [--address ADDR] -- COMMAND ARGS...``
 
 Runs ``COMMAND`` as ``W`` worker processes of one distributed store with ``S`` servers
-(default ``W``): starts a Ray cluster on this machine bound to 127.0.0.1 (or joins the one
-at ``ADDR``), creates the store's server and coordinator actors in a namespace of their
-own, starts the workers with the environment that ``nets.kv.create('dist_sync')`` reads,
-prints their output prefixed ``[rank]``, and exits with the first non-zero return code of
-a worker (0 when all succeed). Every actor and process it started ends with it, also on
-Ctrl-C: the actors belong to this process (Ray ends them with it), a cluster it started
-is shut down, and workers still running are terminated.
+(default ``W``): starts a Ray cluster on this machine bound to 127.0.0.1 and requiring a
+fresh token (``RAY_AUTH_MODE=token``, set here, so Ray prints no notice about turning
+authentication on), or joins the one at ``ADDR`` (the environment gives that cluster's
+token: ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN``); creates the store's server and
+coordinator actors in a namespace of their own, starts the workers with the environment
+that ``nets.kv.create('dist_sync')`` reads, prints their output prefixed ``[rank]``, and
+exits with the first non-zero return code of a worker (0 when all succeed). Every actor
+and process it started ends with it, also on Ctrl-C: the actors belong to this process
+(Ray ends them with it), a cluster it started is shut down, and workers still running are
+terminated.
 """
 import argparse
 import os
@@ -25,7 +28,8 @@ def _parser():
                    help="server actors (default: as many as workers)")
     p.add_argument("--address", default=None,
                    help="join the Ray cluster at this address (host:port of its GCS) "
-                        "instead of starting one on 127.0.0.1")
+                        "instead of starting one on 127.0.0.1 (with token authentication, "
+                        "set RAY_AUTH_MODE=token and its RAY_AUTH_TOKEN)")
     p.add_argument("--object-store-memory", type=int, default=512 * 2**20,
                    help="bytes of Ray's object store for a cluster started here "
                         "(default 512 MiB)")

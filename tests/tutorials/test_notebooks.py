@@ -1,11 +1,16 @@
 """The notebooks in ``tutorials/``: each runs top to bottom in a fresh Jupyter kernel at its
 reduced size (``NETS_TUTORIAL_SMALL=1``), and each is committed without outputs.
 
+``NETS_TUTORIAL_SMALL=0 python -m pytest tests/tutorials/test_notebooks.py -k
+test_notebook_runs --durations=0`` runs them at full size instead, and times each (the
+times in ``tutorials/README.md`` come from these two commands).
+
 The kernel is this interpreter (``sys.executable``) started from a kernel spec written for the
 test, with the repository root first on ``PYTHONPATH`` (so it imports this checkout's ``nets``),
 the test session's ``NUMBA_CACHE_DIR`` (compiled kernels are shared with the rest of the suite),
-matplotlib's non-interactive ``Agg`` backend, and a temporary working directory. A notebook
-fails the test on the first cell that raises, and its ``assert``s check the facts it states."""
+matplotlib's non-interactive ``Agg`` backend, and an empty temporary working directory, which
+must stay empty (a reader's working directory is ``tutorials/``). A notebook fails the test on
+the first cell that raises, and its ``assert``s check the facts it states."""
 import json
 import os
 import pathlib
@@ -18,7 +23,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "tutorials").glob("*.ipynb"))
 KERNEL = "nets-tutorial-test"
-CELL_TIMEOUT = 300  # seconds one cell may run before the test fails
+SMALL = os.environ.get("NETS_TUTORIAL_SMALL", "1")  # "1": the reduced size; else the full
+CELL_TIMEOUT = 300 if SMALL == "1" else 3600  # seconds one cell may run before it fails
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +41,7 @@ def kernel_env(tmp_path_factory):
     env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(home),
                                                         env.get("JUPYTER_PATH")]))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["NETS_TUTORIAL_SMALL"] = "1"
+    env["NETS_TUTORIAL_SMALL"] = SMALL
     env["MPLBACKEND"] = "Agg"
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
     return env
@@ -56,7 +62,7 @@ def test_the_kernel_imports_this_checkouts_nets(kernel_env, tmp_path, monkeypatc
     out = _execute(nb, kernel_env, tmp_path, monkeypatch).cells[0].outputs
     text = "".join(o.get("text", "") for o in out).split()
     assert pathlib.Path(text[0]).resolve() == ROOT / "nets" / "__init__.py", text
-    assert text[1] == "1"
+    assert text[1] == SMALL
 
 
 def test_every_tutorial_is_listed():
@@ -79,7 +85,12 @@ def test_committed_without_outputs(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, kernel_env, tmp_path, monkeypatch):
+    """Runs every cell; and the notebook writes nothing into its working directory (here an
+    empty folder; ``tutorials/`` when a reader runs it): its files go to a temporary
+    folder."""
     nb = nbformat.read(path, as_version=4)
     _execute(nb, kernel_env, tmp_path, monkeypatch)
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert ran and all(c.execution_count is not None for c in ran)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [], f"{path.name} wrote {left} into its working directory"
