@@ -14,6 +14,7 @@ terminated.
 """
 import argparse
 import os
+import shutil
 import sys
 
 __all__ = ["main"]
@@ -46,6 +47,15 @@ def main(argv=None):
         _parser().error("give the worker command after --")
     if args.num_workers < 1 or (args.num_servers is not None and args.num_servers < 1):
         _parser().error("-n and -s must be >= 1")
+    if shutil.which(command[0]) is None:  # (before a cluster is started for nothing)
+        _parser().error(f"the worker command {command[0]!r} is not an executable file or a "
+                        f"program on PATH")
+    from ..base import NetsError
+    from .cluster import timeout
+    try:
+        timeout()  # a bad NETS_KV_TIMEOUT is named here, not in every worker
+    except NetsError as e:
+        _parser().error(str(e))
     servers = args.num_servers or args.num_workers
     if args.address is None:  # a cluster of this machine: loopback only (read at import)
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
