@@ -58,6 +58,12 @@ def _ftz(x, tiny):
 
 
 @jit(helper=True)
+def _sign(x, one):
+    """``one``, ``-one`` or 0 (for 0 and NaN) by the sign of ``x``."""
+    return one if x > 0 else (-one if x < 0 else one - one)
+
+
+@jit(helper=True)
 def _clip(x, bound):
     """``x`` clipped to ``[-bound, bound]`` (``bound = inf``: no clipping, with no test of
     ``bound``: two selects); NaN passes through."""
@@ -147,13 +153,13 @@ def adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
 
 
 @jit
-def rowwise_adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
-    """Row-wise AdaGrad (FBGEMM's ``EXACT_ROWWISE_ADAGRAD``, L2 weight decay): one
-    accumulator per row, ``history`` a ``(rows, 1)`` state::
+def rowwise_adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip, eps_inside):
+    """Row-wise AdaGrad, one accumulator per row, ``history`` a ``(rows, 1)`` state::
 
         x = clip(rescale * g) + wd * w                      (the row's entries)
         history += mean(x**2)                               (over the row)
-        w -= lr * x / (sqrt(history) + epsilon)
+        w -= lr * x / (sqrt(history) + epsilon)             (FBGEMM's EXACT_ROWWISE_ADAGRAD)
+        w -= lr * x / sqrt(history + epsilon)               (eps_inside: MXNet's group AdaGrad)
     """
     tiny = w.dtype.type(TINY)
     cols = w.shape[1]
@@ -166,7 +172,10 @@ def rowwise_adagrad(pos, lo, hi, w, g, history, lr, wd, epsilon, rescale, clip):
             total += x * x
         h = _ftz(history[a, 0] + np.divide(total, cols), tiny)
         history[a, 0] = h
-        scale = np.divide(lr, np.sqrt(h) + epsilon)
+        if eps_inside:
+            scale = np.divide(lr, np.sqrt(h + epsilon))
+        else:
+            scale = np.divide(lr, np.sqrt(h) + epsilon)
         for j in range(cols):
             wj = w[r, j]
             w[r, j] = wj - scale * (_clip(g[q, j] * rescale, clip) + wd * wj)
@@ -237,6 +246,36 @@ def ftrl(pos, lo, hi, w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
             sign = lamda1 if zj > 0 else -lamda1
             shrunk = np.divide(sign - zj, np.divide(beta + np.sqrt(nj), lr) + wd)
             w[r, j] = shrunk if abs(zj) > lamda1 else zj - zj
+
+
+@jit
+def signum(pos, lo, hi, w, g, mom, lr, momentum, wd, wd_lh, rescale, clip, has_mom):
+    """Signum (MXNet ``signum_update``) and, without a momentum, signSGD (``signsgd_update``);
+    ``sign`` is 0 at 0 (and for NaN)::
+
+        mom = momentum * mom - (1 - momentum) * (wd * w + clip(rescale * g))   (has_mom)
+        w = (1 - lr * wd_lh) * w + lr * sign(mom)
+        w = (1 - lr * (wd + wd_lh)) * w - lr * sign(clip(rescale * g))       (no momentum)
+    """
+    one, tiny = w.dtype.type(1), w.dtype.type(TINY)
+    for k in range(lo, hi):
+        _ahead(pos, k, hi, 0, w)
+        r, q = _at(pos, 0, k), _at(pos, 1, k)
+        if has_mom:
+            _ahead(pos, k, hi, 2, mom)
+            s = _at(pos, 2, k)
+            keep = one - lr * wd_lh
+            for j in range(w.shape[1]):
+                wj = w[r, j]
+                m = _ftz(momentum * mom[s, j]
+                         - (one - momentum) * (wd * wj + _clip(g[q, j] * rescale, clip)), tiny)
+                mom[s, j] = m
+                w[r, j] = keep * wj + lr * _sign(m, one)
+        else:
+            keep = one - lr * (wd + wd_lh)
+            for j in range(w.shape[1]):
+                x = _clip(g[q, j] * rescale, clip)
+                w[r, j] = keep * w[r, j] - lr * _sign(x, one)
 
 
 @jit

@@ -2,7 +2,7 @@
 import math
 from typing import Optional
 
-from .. import kernels
+from ..ops.update import adam_rows
 from .hyper import Hyper
 from .optimizer import Optimizer, register
 
@@ -63,8 +63,8 @@ class Adam(Optimizer):
     def update_rows(self, rows, lr, wd, step):
         if self.correct_bias:
             lr *= math.sqrt(1.0 - self.beta2 ** step) / (1.0 - self.beta1 ** step)
-        rows.run(kernels.optim.adam, (lr, self.beta1, self.beta2, self.epsilon, wd,
-                                      self.rescale_grad, self.clip), self._decoupled)
+        adam_rows(rows, lr, self.beta1, self.beta2, self.epsilon, wd, self.rescale_grad,
+                  self.clip, self._decoupled)
 
 
 @register

@@ -1,8 +1,8 @@
 """FTRL-proximal (MXNet's ``Ftrl``)."""
 from typing import Optional
 
-from .. import kernels
 from ..base import NetsError
+from ..ops.update import ftrl_rows
 from .hyper import Hyper
 from .optimizer import Optimizer, register
 
@@ -60,8 +60,7 @@ class FTRL(Optimizer):
             raise NetsError(f"FTRL: learning rate {lr} (learning_rate times the parameter's "
                             f"lr_mult, or the lr_scheduler's): FTRL divides by it, so it must "
                             f"be > 0")
-        rows.run(kernels.optim.ftrl, (lr, self.lamda1, self.beta, wd, self.rescale_grad,
-                                      self.clip))
+        ftrl_rows(rows, lr, self.lamda1, self.beta, wd, self.rescale_grad, self.clip)
 
 
 Ftrl = FTRL  # MXNet's spelling

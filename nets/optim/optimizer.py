@@ -1,5 +1,5 @@
-"""``Optimizer``: the base class of every optimizer, the registry (``register``/``create``),
-the per-parameter ``Record`` and the ``RowSelection`` that makes updates lazy.
+"""``Optimizer``: the base class of every optimizer, the registry (``register``/``create``)
+and the per-parameter ``Record``.
 
 An optimizer is its hyper-parameters, its ``state`` - one ``Record`` per parameter index,
 holding the parameter's state arrays and update count, as ``torch.optim.Optimizer.state``
@@ -7,9 +7,11 @@ holds each parameter's - and one method with the math, ``update_rows``. ``step(i
 weight, grad)`` is what the Trainer, the Module and a store's updater call: it makes the
 parameter's state at its first step and applies ``update``, which checks the operands,
 selects the rows to update - every row, or the row_sparse gradient's rows when
-``lazy_update`` - and hands that ``RowSelection`` to ``update_rows``, which runs the
-optimizer's numba kernel (``nets.kernels.optim``) on the selected rows of the weight, the
-gradient and each state, whether each is dense or row_sparse. With a lazy selection no
+``lazy_update`` - and hands that ``RowSelection`` (``nets.ops.update``) to ``update_rows``,
+which calls the optimizer's rule there (``sgd_rows``, ``adam_rows``, ...: the functions the
+update operators ``nd.sgd_update``, ``nd.adam_update``, ... call too), running its numba
+kernel (``nets.kernels.optim``) on the selected rows of the weight, the gradient and each
+state, whether each is dense or row_sparse. With a lazy selection no
 other row of the weight or of any state is read or written; with every row selected an
 absent gradient row counts as zero.
 
@@ -24,17 +26,16 @@ from typing import Optional
 
 import numpy as np
 
-from .. import parallel
-from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
+from ..base import NetsError
 from ..arrays.creation import zeros
 from ..arrays.dense import NDArray
+from ..ops.update import RowSelection, storage, view2d
 from .hyper import Hyper, check_number
 from .lr_scheduler import LRScheduler
 
 __all__ = ["Optimizer", "Record", "RowSelection", "register", "create", "WD_MODES"]
 
 WD_MODES = ("lazy", "catchup", "dense")
-_INDEX = np.int64
 
 
 class Record:
@@ -481,8 +482,8 @@ class Optimizer:
         self.update(index, master, grad.astype(np.float32), inner)
         lazy = grad.stype == "row_sparse" and self.lazy_update
         if weight.stype == "default" and lazy:
-            rows = grad._indices
-            weight._np[rows] = master._np[rows]
+            rows = grad.index_array
+            weight.values[rows] = master.values[rows]
         else:
             weight[:] = master
 
@@ -519,10 +520,10 @@ class Optimizer:
         if record is None or record.stamps is None:
             return
         if weight.stype == "row_sparse":  # absent rows are zero: nothing to decay
-            ids = weight._indices
+            ids = weight.index_array
         else:
             ids = slice(None)
-        w = _view2d(_storage(weight, "weight"))
+        w = view2d(storage(weight, "weight"))
         w *= np.exp(record.log_decay - record.stamps[ids]).astype(w.dtype)[:, None]
         record.stamps[:] = record.log_decay
 
@@ -555,197 +556,6 @@ def _catch_up_rows(record, rows, decay):
         rows.scale_weight(np.exp(missed))
     record.log_decay += math.log1p(-decay)
     record.stamps[ids] = record.log_decay
-
-
-class RowSelection:
-    """The rows one update touches, in every operand's storage.
-
-    ``ids``: the weight rows selected, sorted and unique (the row_sparse gradient's rows of
-    a lazy update), or None for every row; ``nrows``: the weight's row count; ``count``: how
-    many rows are selected. ``weight``, ``grad`` and ``states``: ``(rows, cols)`` numpy
-    views of the storages, a state the update was not given being a ``(0, cols)``
-    placeholder; ``given``: which states were given; ``pos``: the index lines the kernels
-    take (``nets.kernels.optim``: line 0 the weight, 1 the gradient, then the states; no
-    columns when the k-th selected row is row k of every storage).
-
-    Making one checks the operands: each a dense or row_sparse nets array of the weight's
-    shape (a state flagged in ``row_states``: ``(rows,)``, one value per weight row, seen
-    as ``(rows, 1)``) and (float32 or float64) dtype, the storage of the weight and of each state
-    C-contiguous so that the kernels update it in place. A row_sparse weight or state
-    lacking a selected row gets it inserted (zero, ``RowSparseNDArray.insert_rows``); a
-    row_sparse state that grows is also given every row the weight stores, as MXNet did,
-    so that it grows once rather than on every step. A gradient row absent from a
-    row_sparse gradient, when every row is selected, reads an appended zero row.
-
-    ``lazy_update``: select the gradient's rows when it is row_sparse. A row_sparse
-    gradient listing every row selects every row (``ids`` None): the update is the dense
-    pass, costing what a dense gradient's does.
-
-    ``operands``: ``(weight, grad, *states)`` when every operand is dense and viewed here in
-    its own storage (no copy), so that the selection serves every later update of these
-    arrays while their storages stay (``serves``); else None.
-    """
-
-    def __init__(self, weight, grad, states, lazy_update, row_states=()):
-        w = _storage(weight, "weight")
-        self.dtype = dtype = w.dtype
-        if dtype not in FLOAT_DTYPES:
-            hint = "; use multi_precision=True for float16" if dtype == np.float16 else ""
-            raise DTypeError(f"weight has dtype {dtype}: optimizers update float32 and "
-                             f"float64 arrays{hint}")
-        shape = weight.shape
-        g = _storage(grad, "grad", shape, dtype, written=False)
-        lazy = lazy_update and grad.stype == "row_sparse"
-        self.nrows = n = shape[0] if shape else 1
-        ids = grad._indices if lazy else None
-        if ids is not None and len(ids) == n:
-            ids = None  # (sorted unique: it lists every row) the dense pass, at its cost
-        self.ids = ids
-        self.count = n if ids is None else len(ids)
-        self.weight, weight_line = _selected(weight, w, ids, n, None)
-        self.grad, grad_line = _selected_grad(grad, g, lazy, n)
-        fill = weight._indices if weight.stype == "row_sparse" else None
-        lines, views, given = [weight_line, grad_line], [], []
-        for i, a in enumerate(states):
-            if a is None:  # an empty placeholder, never read
-                view, line = self.weight[:0], None
-            else:
-                want = shape[:1] if i < len(row_states) and row_states[i] else shape
-                view, line = _selected(a, _storage(a, f"state {i}", want, dtype), ids, n, fill)
-            views.append(view)
-            lines.append(line)
-            given.append(a is not None)
-        self.states, self.given = tuple(views), tuple(given)
-        self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
-        self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
-        self._weight_line = weight_line
-        self.operands = self._storages = None
-        operands = (weight, grad, *states)
-        if g.flags.c_contiguous and all(a is None or a.stype == "default" for a in operands):
-            self.operands = operands
-            self._storages = tuple([None if a is None else a._np for a in operands])
-        # (with every row selected, every storage holds every row: only a row_sparse
-        # gradient, lacking some, has a line)
-        if ids is None and grad_line is None:
-            self.pos = _EVERY_ROW
-        else:
-            self.pos = np.empty((len(lines), self.count), _INDEX)
-            every = None
-            for k, line in enumerate(lines):
-                if line is None:
-                    every = np.arange(self.count) if every is None else every
-                    line = every
-                self.pos[k] = line
-
-    def serves(self, weight, grad, states):
-        """Whether this selection is the one an update of ``weight`` by ``grad`` with
-        ``states`` (padded as ``Optimizer._check_states`` pads them) would build: it was
-        made from these very dense arrays, each still over the storage it validated and
-        views (a numpy array keeps its shape and dtype, and a nets array its stype)."""
-        if self.operands is None:
-            return False
-        for a, kept, x in zip((weight, grad, *states), self.operands, self._storages):
-            if a is not kept or (x is not None and a._np is not x):
-                return False
-        return True
-
-    def run(self, kernel, floats, *flags):
-        """Run optimizer ``kernel`` (one of ``nets.kernels.optim``) over the selected rows,
-        with ``floats`` (its float scalars, cast to the weight's dtype: each kernel compiles
-        once per dtype) and ``flags``. Every optimizer kernel is called here. A selection
-        serving several updates casts ``floats`` again only when they differ from the
-        previous update's (a numpy scalar costs more to make than the kernel call).
-
-        A lazy update waits on memory latency (scattered rows), so the cores share a large
-        one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
-        streams memory at the bandwidth one core already gets: one call."""
-        pos, count = self.pos, self.count
-        cast = self._cast
-        if cast[0] != floats:
-            cast = self._cast = (floats, tuple(np.array(floats, self.dtype)))
-        args = (*self._arrays, *cast[1], *flags)
-        if not pos.shape[1]:
-            kernel(pos, 0, count, *args)
-            return
-        cols = self.weight.shape[1] * (2 + sum(self.given))  # (every operand has the weight's)
-        parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count, work=count * cols)
-
-    def _weight_positions(self):
-        line = self._weight_line
-        return np.arange(self.count, dtype=_INDEX) if line is None else line
-
-    def scale_weight(self, factors):
-        """Multiply the weight's ``k``-th selected row by ``factors[k]``."""
-        self.weight[self._weight_positions()] *= factors.astype(self.dtype)[:, None]
-
-    def decay_untouched(self, factor):
-        """Multiply every stored weight row that is not selected by ``factor``."""
-        rows = self._weight_positions()
-        touched = self.weight[rows]
-        self.weight *= self.dtype.type(factor)
-        self.weight[rows] = touched
-
-
-# ``pos`` of a selection of every row, row k of every storage (the kernels read no line)
-_EVERY_ROW = np.empty((0, 0), _INDEX)
-
-
-def _selected(a, x, ids, nrows, fill):
-    """Weight or state ``a``'s storage ``x`` as ``(rows, cols)`` and the positions there of
-    the selected rows ``ids`` (every row when None); positions None: row k is row k. A
-    row_sparse ``a`` first gains the selected rows it lacks (and ``fill``'s when it grows)."""
-    if a.stype == "default":
-        return _view2d(x), ids
-    wanted = np.arange(nrows, dtype=_INDEX) if ids is None else ids
-    if a.insert_rows(wanted) and fill is not None:
-        a.insert_rows(fill)
-    line = ids if len(a._indices) == nrows else np.searchsorted(a._indices, wanted)
-    return _view2d(a._data), line  # (the storage after any insertion)
-
-
-def _selected_grad(grad, g, lazy, nrows):
-    """The gradient's storage ``g`` as ``(rows, cols)`` and the positions there of the
-    selected rows. A canonical row_sparse gradient has sorted unique rows, so no row is
-    updated twice and none needs coalescing."""
-    g = _view2d(np.ascontiguousarray(g))
-    if grad.stype == "default" or lazy:  # (lazy: the k-th stored row is the k-th selected)
-        return g, None
-    stored = grad._indices
-    line = np.full(nrows, len(stored), dtype=_INDEX)  # absent rows: the appended zero row
-    line[stored] = np.arange(len(stored))
-    return np.concatenate([g, np.zeros((1, g.shape[1]), g.dtype)]), line
-
-
-def _view2d(a):
-    """Numpy ``a`` as ``(rows, cols)``, sharing memory (0-d: one row)."""
-    if a.ndim == 2:
-        return a
-    if a.ndim == 1:
-        return a[:, None]
-    return a.reshape(a.shape[0] if a.ndim else 1, math.prod(a.shape[1:]))
-
-
-def _storage(a, what, shape=None, dtype=None, written=True):
-    """The numpy storage of ``a`` (a dense array's values, a row_sparse one's stored rows),
-    checked: ``a`` is a dense or row_sparse nets array (of ``shape`` and ``dtype`` when
-    given), and its storage is C-contiguous when it is ``written`` in place."""
-    if not isinstance(a, NDArray):
-        raise NetsError(f"{what} must be a nets array, got {type(a).__name__}")
-    stype = a.stype
-    if stype == "default":
-        x = a._np
-    elif stype == "row_sparse":
-        x = a._data
-    else:
-        raise StorageTypeError(f"{what} has stype {stype!r}; optimizers update dense and "
-                               f"row_sparse arrays")
-    if shape is not None and a.shape != shape:
-        raise ShapeError(f"{what} has shape {tuple(a.shape)}, the weight {tuple(shape)}")
-    if dtype is not None and x.dtype != dtype:
-        raise DTypeError(f"{what} has dtype {x.dtype}, the weight {dtype}")
-    if written and not x.flags.c_contiguous:
-        raise NetsError(f"the {what} must be C-contiguous to be updated in place")
-    return x
 
 
 register = Optimizer.register

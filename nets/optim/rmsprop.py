@@ -3,7 +3,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import kernels
+from ..ops.update import rmsprop_rows
 from .hyper import Hyper
 from .optimizer import Optimizer, register
 
@@ -70,6 +70,5 @@ class RMSProp(Optimizer):
 
     def update_rows(self, rows, lr, wd, step):
         clip_weights = np.inf if self.clip_weights is None else self.clip_weights
-        rows.run(kernels.optim.rmsprop, (lr, self.gamma1, self.gamma2, self.epsilon, wd,
-                                         self.rescale_grad, self.clip, clip_weights),
-                 bool(self.centered))
+        rmsprop_rows(rows, lr, self.gamma1, self.gamma2, self.epsilon, wd, self.rescale_grad,
+                     self.clip, clip_weights, self.centered)

@@ -1,5 +1,5 @@
 """SGD with momentum and weight decay (MXNet's ``SGD``)."""
-from .. import kernels
+from ..ops.update import sgd_rows
 from .hyper import Hyper
 from .optimizer import Optimizer, register
 
@@ -44,5 +44,4 @@ class SGD(Optimizer):
         return 0  # the momentum is read only when given (``has_mom``), as MXNet
 
     def update_rows(self, rows, lr, wd, step):
-        rows.run(kernels.optim.sgd, (lr, wd, self.momentum, self.rescale_grad, self.clip),
-                 rows.given[0])
+        sgd_rows(rows, lr, wd, self.momentum, self.rescale_grad, self.clip)

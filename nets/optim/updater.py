@@ -29,13 +29,23 @@ class Updater:
 
         Parameters
         ----------
-        index : int or str
-            The key: the optimizer's parameter index (its state, multipliers, count).
+        index : int or str, or a list of them
+            The key: the optimizer's parameter index (its state, multipliers, count). A list
+            or tuple of keys updates several parameters, ``grad`` and ``weight`` then being
+            lists of the same length (MXNet's aggregated call).
         grad : NDArray
             The gradient.
         weight : NDArray
             The weight, updated in place.
         """
+        if isinstance(index, (list, tuple)):
+            if not (isinstance(grad, (list, tuple)) and isinstance(weight, (list, tuple))
+                    and len(grad) == len(weight) == len(index)):
+                raise NetsError(f"Updater: {len(index)} indices need as many gradients and "
+                                f"weights, in lists")
+            for i, g, w in zip(index, grad, weight):
+                self.optimizer.step(i, w, g)
+            return
         self.optimizer.step(index, weight, grad)
 
     @property

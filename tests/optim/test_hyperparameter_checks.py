@@ -16,7 +16,8 @@ from nets.optim.hyper import check_number
 from nets.optim.lr_scheduler import (CosineScheduler, FactorScheduler, MultiFactorScheduler,
                                      PolyScheduler)
 
-NAMES = ["sgd", "adam", "adamw", "adagrad", "rowwise_adagrad", "ftrl", "rmsprop"]
+NAMES = ["sgd", "adam", "adamw", "adagrad", "rowwise_adagrad", "groupadagrad", "ftrl", "rmsprop",
+         "signum", "signsgd"]
 NAN, INF = float("nan"), float("inf")
 
 
@@ -67,13 +68,15 @@ def test_the_message_names_the_rule():
       for value in (NAN, INF, -0.1, 1.0, 2.0)],
     *[(name, "epsilon", value) for name in ("adam", "adamw", "rmsprop")
       for value in (0.0, -1e-8, NAN, INF)],
-    *[(name, "eps", value) for name in ("adagrad", "rowwise_adagrad")
+    *[(name, "eps", value) for name in ("adagrad", "rowwise_adagrad", "groupadagrad")
       for value in (0.0, -1.0, NAN)],
     ("ftrl", "lamda1", -0.01), ("ftrl", "lamda1", NAN), ("ftrl", "beta", -1.0),
     ("ftrl", "beta", INF), ("ftrl", "learning_rate", 0.0),
     *[("rmsprop", gamma, value) for gamma in ("gamma1", "gamma2")
       for value in (NAN, -0.5, 1.0)],
     ("rmsprop", "clip_weights", NAN), ("rmsprop", "clip_weights", INF),
+    ("signum", "momentum", NAN), ("signum", "momentum", 1.0), ("signum", "momentum", -0.1),
+    ("signum", "wd_lh", -0.1), ("signum", "wd_lh", NAN), ("signsgd", "wd_lh", INF),
 ])
 def test_optimizer_specific_hyperparameters_are_checked(name, arg, value):
     with _raises(arg, value):
