@@ -97,7 +97,8 @@ class Trainer:
 
     def __init__(self, params: Union[ParameterDict, dict, Iterable[Parameter], Parameter],
                  optimizer: Union[str, "optim.Optimizer"],
-                 optimizer_params: Optional[dict] = None, kvstore=None,
+                 optimizer_params: Optional[dict] = None,
+                 kvstore: Union[str, "kv.KVStore", None] = None,
                  compression_params: Optional[dict] = None,
                  update_on_kvstore: Optional[bool] = None):
         self._params = _as_param_list(params)

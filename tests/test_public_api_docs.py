@@ -111,6 +111,8 @@ def _targets():
             func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
             if not inspect.isfunction(func) or not _is_nets(func):
                 continue  # a property, an attribute, or a method of Python's own
+            if _overrides_nets_method(owner, m):
+                continue  # an implementation of a base's method: its contract is checked there
             key = id(func)
             label = f"{public.get(owner, name)}.{m}"
             if key in seen:
@@ -118,6 +120,14 @@ def _targets():
             seen[key] = label
             targets.append((label, func, [func.__doc__], bound))
     return targets
+
+
+def _overrides_nets_method(owner, name):
+    """Whether ``owner.name`` implements a method a nets base class of ``owner`` defines
+    (``SGD.update_rows`` of ``Optimizer.update_rows``): ``help()`` shows the base's
+    documented contract, and the base is checked."""
+    return any(name in vars(base) and _is_nets(vars(base)[name])
+               for base in owner.__mro__[1:] if base is not object)
 
 
 # -- numpy docstrings --------------------------------------------------------------------------

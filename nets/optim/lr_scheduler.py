@@ -67,8 +67,19 @@ class LRScheduler:
         self.warmup_begin_lr = warmup_begin_lr
         self.warmup_mode = warmup_mode
 
-    def get_warmup_lr(self, num_update):
-        """The warm-up rate at ``num_update < warmup_steps``."""
+    def get_warmup_lr(self, num_update: int) -> float:
+        """The warm-up rate at ``num_update < warmup_steps``.
+
+        Parameters
+        ----------
+        num_update : int
+            Updates so far.
+
+        Returns
+        -------
+        float
+            The learning rate.
+        """
         if self.warmup_mode == "constant":
             return self.warmup_begin_lr
         return self.warmup_begin_lr + ((self.base_lr - self.warmup_begin_lr)

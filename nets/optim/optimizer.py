@@ -22,7 +22,7 @@ state)`` with a state the caller keeps, and a subclass may implement ``update`` 
 """
 import math
 import warnings
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from ..arrays.dense import NDArray
 from ..ops.update import RowSelection, storage, view2d
 from .hyper import Hyper, check_number
 from .lr_scheduler import LRScheduler
+
+Key = Union[int, str]  # a parameter's key in ``Optimizer.state``
+State = Union[None, NDArray, tuple]  # what ``create_state`` makes
 
 __all__ = ["Optimizer", "Record", "RowSelection", "register", "create", "WD_MODES"]
 
@@ -319,7 +322,7 @@ class Optimizer:
         return record
 
     # -- states --------------------------------------------------------------------------
-    def create_state(self, index, weight: NDArray):
+    def create_state(self, index: Key, weight: NDArray) -> State:
         """A new optimizer state for one weight (MXNet's): None, an array or a tuple of
         arrays. ``step`` calls it (through ``create_state_multi_precision``) at a
         parameter's first step; a program calling ``update`` itself keeps what it returns.
@@ -331,6 +334,11 @@ class Optimizer:
         weight : NDArray
             The weight: states take its shape, dtype and context, and its storage type when
             ``lazy_update``.
+
+        Returns
+        -------
+        None, NDArray or tuple of NDArray
+            The state.
         """
         return None
 
@@ -341,7 +349,7 @@ class Optimizer:
         return zeros(weight.shape if shape is None else shape, weight.context, weight.dtype,
                      stype)
 
-    def create_state_multi_precision(self, index, weight: NDArray):
+    def create_state_multi_precision(self, index: Key, weight: NDArray) -> State:
         """``create_state``, plus a float32 master copy of a float16 weight when
         ``multi_precision``: the state is then ``(master, state)``.
 
@@ -351,15 +359,26 @@ class Optimizer:
             The parameter's index.
         weight : NDArray
             The weight.
+
+        Returns
+        -------
+        None, NDArray or tuple
+            The state, or ``(master, state)``.
         """
         if self.multi_precision and weight.dtype == np.float16:
             master = weight.astype(np.float32)
             return master, self.create_state(index, master)
         return self.create_state(index, weight)
 
-    def states_read(self):
+    def states_read(self) -> int:
         """How many of ``state_names`` (the first ones) an update reads: each must be given.
-        All of them unless the optimizer's settings leave some out."""
+        All of them unless the optimizer's settings leave some out.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return len(self.state_names)
 
     def _check_states(self, index, state):
@@ -388,7 +407,7 @@ class Optimizer:
         return row_states and tuple([name in row_states for name in self.state_names])
 
     # -- updates -------------------------------------------------------------------------
-    def step(self, index, weight: NDArray, grad: NDArray) -> None:
+    def step(self, index: Key, weight: NDArray, grad: NDArray) -> None:
         """Update parameter ``index``'s ``weight`` in place from ``grad`` with the state
         the optimizer keeps for it (``state[index]``), made at its first step
         (``create_state_multi_precision``). The Trainer, the Module and a store's updater
@@ -410,7 +429,7 @@ class Optimizer:
             record.set_state(self.create_state_multi_precision(index, weight))
         self.update_multi_precision(index, weight, grad, record.state)
 
-    def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
+    def update(self, index: Key | list, weight: NDArray, grad: NDArray, state: State) -> None:
         """Update ``weight`` (and ``state``) in place from ``grad`` with a state the caller
         keeps (MXNet's interface; ``step`` keeps the state in ``state[index]`` instead).
 
@@ -446,13 +465,27 @@ class Optimizer:
         if self._wd_mode == "dense" and wd and rows.ids is not None:
             rows.decay_untouched(1.0 - lr * wd)
 
-    def update_rows(self, rows, lr, wd, step):
-        """The optimizer's math: update the rows selected by ``rows`` (a ``RowSelection``)
-        with learning rate ``lr`` and weight decay ``wd``; ``step`` counts this parameter's
-        updates, this one included."""
+    def update_rows(self, rows: RowSelection, lr: float, wd: float, step: int) -> None:
+        """The optimizer's math: update the rows selected by ``rows`` with learning rate
+        ``lr`` and weight decay ``wd``. Each optimizer overrides it (one function with the
+        math, shared with its update operator in ``nets.ops.update``).
+
+        Parameters
+        ----------
+        rows : RowSelection
+            The weight, gradient and state arrays, and which rows to update (every row, or
+            a row_sparse gradient's rows with ``lazy_update``).
+        lr : float
+            The learning rate of this update.
+        wd : float
+            The weight decay of this update.
+        step : int
+            How many updates this parameter has had, this one included.
+        """
         raise NotImplementedError(f"{type(self).__name__} does not implement updates")
 
-    def update_multi_precision(self, index, weight: NDArray, grad: NDArray, state) -> None:
+    def update_multi_precision(self, index: Key | list, weight: NDArray, grad: NDArray,
+                               state: State) -> None:
         """``update``, through the float32 master copy for a float16 weight when
         ``multi_precision``; the master is then copied back to the weight (only the
         gradient's rows for a dense weight updated lazily).
@@ -487,7 +520,7 @@ class Optimizer:
         else:
             weight[:] = master
 
-    def changed_rows(self, grad: NDArray):
+    def changed_rows(self, grad: NDArray) -> np.ndarray | None:
         """The sorted row ids (numpy) an update with ``grad`` writes, or None when it may
         write every row: the built-in lazy update of a row_sparse gradient writes exactly
         its rows; a dense gradient, ``lazy_update=False``, ``wd_mode='dense'`` (which
@@ -498,6 +531,11 @@ class Optimizer:
         ----------
         grad : NDArray
             The gradient of the update.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The row ids, or None.
         """
         if (grad.stype != "row_sparse" or not self.lazy_update or self.wd_mode == "dense"
                 or type(self).update is not Optimizer.update):
@@ -505,7 +543,7 @@ class Optimizer:
         return grad.indices.asnumpy()
 
     # -- weight decay of skipped rows ------------------------------------------------------
-    def catch_up(self, index, weight: NDArray) -> None:
+    def catch_up(self, index: Key, weight: NDArray) -> None:
         """Apply every decay step that rows of ``weight`` (parameter ``index``) have missed
         under ``wd_mode='catchup'``, e.g. before saving or evaluating the model.
 
