@@ -1,5 +1,5 @@
-"""Sums of short dense rows, and column reductions of a CSR matrix (implicit zeros
-included).
+"""Sums of short dense rows, sums of squares of rows, and column reductions of a CSR
+matrix (implicit zeros included).
 
 CSR row reductions need no kernel: ``ufunc.reduceat`` over the non-empty rows' slices of
 ``data`` is vectorised and beats a scalar loop once rows hold a few dozen values.
@@ -29,6 +29,21 @@ def row_sums(a):
             s += a[i, j]
         out[i] = s
     return out
+
+
+@jit(reassoc=True)
+def row_square_sums(a, out, lo, hi):
+    """``out[i] = (a[i] ** 2).sum()`` for ``i`` in ``[lo, hi)``; ``a`` 2-D C-contiguous float,
+    ``out`` 1-D of ``a``'s dtype and length. One pass over ``a``'s rows, no squared copy;
+    each row summed in one running sum per SIMD lane (the caller keeps rows short enough
+    for that to be as accurate as numpy's pairwise sum)."""
+    m = a.shape[1]
+    for i in range(lo, hi):
+        s = a.dtype.type(0)
+        for j in range(m):
+            x = a[i, j]
+            s += x * x
+        out[i] = s
 
 
 @jit

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .. import kernels
+from .. import kernels, parallel
 from ..base import FLOAT_DTYPES, NetsError, ShapeError, as_dtype
 from ..arrays.csr import row_ids
 from ..arrays.dense import NDArray
@@ -107,7 +107,7 @@ def _mapped(pre, values):
 
 
 def _dense_keep(x, pre, ufunc, axes):
-    a = _mapped(pre, x._np)
+    a = _mapped(pre, x.values)
     lead = a.ndim - len(axes)
     n = math.prod(a.shape[lead:])
     if (ufunc is np.add and axes and 0 < n <= 128 and a.dtype in FLOAT_DTYPES
@@ -123,41 +123,41 @@ def _dense_keep(x, pre, ufunc, axes):
 
 
 def _csr_keep(x, pre, ufunc, axes):
-    v = _mapped(pre, x._data)
+    v = _mapped(pre, x.values)
     nrows, ncols = x.shape
     if axes == (0, 1):
         r = ufunc.reduce(v) if v.size else v.dtype.type(0)
         return _with_zero(ufunc, np.full((1, 1), r, v.dtype), v.size < nrows * ncols)
     if axes == (1,):
-        counts = np.diff(x._indptr)
+        counts = np.diff(x.indptr_array)
         rows = np.flatnonzero(counts)
         r = np.zeros(nrows, v.dtype)
         if rows.size:  # reduceat over the non-empty rows' slices (an empty one would misread)
-            r[rows] = ufunc.reduceat(v, x._indptr[rows])
+            r[rows] = ufunc.reduceat(v, x.indptr_array[rows])
         return _with_zero(ufunc, r, counts < ncols).reshape(nrows, 1)
     if axes == (0,):
         k = kernels.reduce
         if v.dtype not in (np.float32, np.float64):
             v = v.astype(np.float64)  # two kernel specialisations only
         kind = {np.add: k.SUM, np.maximum: k.MAX, np.minimum: k.MIN}[ufunc]
-        r = k.csr_col_reduce(v, x._indices, nrows, ncols, kind)
+        r = k.csr_col_reduce(v, x.index_array, nrows, ncols, kind)
         return r.reshape(1, ncols)
     out = np.zeros(x.shape, v.dtype)  # nothing to reduce (exclude=True with both axes)
-    out[row_ids(x._indptr), x._indices] = v
+    out[row_ids(x.indptr_array), x.index_array] = v
     return out
 
 
 def _rsp_keep(x, pre, ufunc, axes):
-    v = _mapped(pre, x._data)
+    v = _mapped(pre, x.values)
     out_shape = _shape(x.shape, axes, keepdims=True)
     if 0 not in axes:  # within each stored row; absent rows reduce to 0
         out = np.zeros(out_shape, v.dtype)
-        out[x._indices] = ufunc.reduce(v, axis=axes, keepdims=True)
+        out[x.index_array] = ufunc.reduce(v, axis=axes, keepdims=True)
         return out
-    if not len(x._indices):
+    if not len(x.index_array):
         return np.zeros(out_shape, v.dtype)
     return _with_zero(ufunc, ufunc.reduce(v, axis=axes, keepdims=True),
-                      len(x._indices) < x.shape[0])
+                      len(x.index_array) < x.shape[0])
 
 
 _KEEP = {"default": _dense_keep, "csr": _csr_keep, "row_sparse": _rsp_keep}
@@ -261,6 +261,15 @@ Storage (MXNet's rule, generalised to n-d): a row_sparse input with
 ``exclude=True``, holding 0) keeps its rows, so the result is row_sparse with
 the input's row indices (``square_sum(rsp, axis=1, keepdims=True)``). Every other
 case is dense. Inference sees no shapes, so a negative axis gives a dense result.
+
+Gradient (``2 * data`` times the incoming gradient): row_sparse for a row_sparse input.
+In the row-keeping case with a row_sparse incoming gradient it holds only the rows that
+both the input and the incoming gradient store (MXNet's ``_backward_square_sum`` gives
+the incoming gradient's rows, accepting only incoming rows that the input stores); rows
+the incoming gradient lacks are left out, not stored as zeros, so a lazy optimizer leaves
+them untouched: in a factorization machine, ``dot(x.square(), square_sum(v, axis=1,
+keepdims=True))`` gives ``v`` only the rows of the batch's features. With a dense
+incoming gradient it holds the input's rows.
 """ + _ARGS_DOC)
 
 
@@ -281,20 +290,52 @@ square_sum.shape(_reduced_shape)
 square_sum.grad_stype(lambda data, **attrs: (data,))  # g times 2 * data: its pattern
 
 
+# numpy's pairwise sum keeps 8 running sums over blocks of 128 elements: a row up to this
+# long is summed as accurately by the kernel's running sums per SIMD lane
+_SHORT_ROW = 128
+
+
+def _row_square_sums(a, axes):
+    """The sum of squares of each row of numpy ``a`` over ``axes``, shape ``(len(a),)``, by
+    ``kernels.reduce.row_square_sums`` (the cores sharing the rows): one pass, no squared
+    copy. None where that kernel does not serve: ``axes`` other than every axis but the
+    first, a dtype other than float32/float64, a non-contiguous array, empty or long rows
+    (numpy reduces those)."""
+    n = math.prod(a.shape[1:])
+    if (a.ndim < 2 or axes != tuple(range(1, a.ndim)) or not 0 < n <= _SHORT_ROW
+            or a.dtype not in (np.float32, np.float64) or not a.flags.c_contiguous):
+        return None
+    rows, out = a.reshape(len(a), n), np.empty(len(a), a.dtype)
+    parallel.parallel_for(lambda lo, hi: kernels.reduce.row_square_sums(rows, out, lo, hi),
+                          len(a), work=a.size)
+    return out
+
+
 @square_sum.impl("default")
 @square_sum.impl("csr")
 def _square_sum(data, axis, keepdims, exclude):
+    if data.stype == "default":
+        axes = _axes(data.shape, axis, exclude)
+        r = _row_square_sums(data.values, axes)
+        if r is not None:
+            return NDArray(r.reshape(_shape(data.shape, axes, keepdims)), data.context)
     return _reduce(data, np.square, np.add, None, axis, keepdims, exclude)
 
 
 @square_sum.impl("row_sparse")
 def _(data, axis, keepdims, exclude):
-    if not _keeps_rows(axis, keepdims, exclude):
-        return _square_sum(data, axis, keepdims, exclude)
     axes = _axes(data.shape, axis, exclude)
-    rows = np.add.reduce(np.square(data._data), axis=axes, keepdims=True)
-    return RowSparseNDArray(rows, data._indices.copy(), _shape(data.shape, axes, True),
-                            data.context)
+    r = _row_square_sums(data.values, axes)
+    if not _keeps_rows(axis, keepdims, exclude):
+        if r is None:
+            return _square_sum(data, axis, keepdims, exclude)
+        out = np.zeros(data.shape[0], data.dtype)  # absent rows sum to 0
+        out[data.index_array] = r
+        return NDArray(out.reshape(_shape(data.shape, axes, keepdims)), data.context)
+    rows = (np.add.reduce(np.square(data.values), axis=axes, keepdims=True) if r is None
+            else r.reshape((len(r),) + (1,) * (len(data.shape) - 1)))
+    return RowSparseNDArray(rows, data.index_array, _shape(data.shape, axes, True),
+                            data.context)  # (index buffers are never written: shared)
 
 
 # -- argmax / argmin -----------------------------------------------------------------------
@@ -319,7 +360,7 @@ def _declare_arg(name, fn, what):
 
     @op.impl("default")
     def _(data, axis, keepdims):
-        x = data._np
+        x = data.values
         if axis is not None and not isinstance(axis, (int, np.integer)):
             raise ShapeError(f"{name}: axis={axis!r} must be an int or None")
         axes = _axes(x.shape, axis)
@@ -347,7 +388,7 @@ _backward_sum.shape(shape_attr)
 
 @_backward_sum.impl("default")
 def _(data, shape, axes, scale):
-    g = data._np.reshape(_shape(shape, axes, True))
+    g = data.values.reshape(_shape(shape, axes, True))
     if scale != 1:
         g = np.multiply(g, scale).astype(data.dtype, copy=False)  # as ``g * scale`` computes
     out = np.empty(shape, data.dtype)
@@ -400,18 +441,51 @@ _reduction_vjp(norm, lambda x, y, n, a: sign(x) if a["ord"] == 1 else
 
 @square_sum.vjp
 def _(node, g):
-    """d/dx sum(x^2) = 2x. For the row_sparse result of a row_sparse input the gradient stays
-    row_sparse on the input's rows (rows absent from ``g`` get zero)."""
+    """d/dx sum(x^2) = 2x times the incoming gradient, expanded over the reduced axes.
+
+    A row_sparse input with a row_sparse incoming gradient (the row-keeping case,
+    ``square_sum(rsp, axis=1, keepdims=True)``) gets a row_sparse gradient holding only
+    the rows both store: a row the input lacks is 0 there, and a row the incoming gradient
+    lacks gets no gradient, so it is left out rather than stored as zeros (MXNet's
+    ``_backward_square_sum`` gives the incoming gradient's rows, and accepts only the cases
+    where those lie among the input's; the intersection is that rule for any two row sets).
+    A lazy optimizer then touches only those rows. A dense incoming gradient gives the
+    input's rows (MXNet's rule too)."""
     data, attrs = node.inputs[0], node.attrs
-    if data.stype == g.stype == "row_sparse":
-        pos = np.searchsorted(g._indices, data._indices)
-        found = pos < len(g._indices)
-        found[found] = g._indices[pos[found]] == data._indices[found]
-        rows = np.zeros((len(data._indices),) + g.shape[1:], g.dtype)
-        rows[found] = g._data[pos[found]]
-        return RowSparseNDArray(2 * data._data * rows, data._indices, data.shape, data.context)
+    if data.stype == g.stype == "row_sparse" and _keeps_rows(
+            attrs["axis"], attrs["keepdims"], attrs["exclude"]):
+        rows, at_data, at_g = _common_rows(data, g)
+        d = data.values if at_data is None else np.take(data.values, at_data, axis=0)
+        gv = g.values if at_g is None else np.take(g.values, at_g, axis=0)
+        d = np.multiply(d, gv, dtype=data.dtype)
+        d *= 2
+        return RowSparseNDArray(d, rows, data.shape, data.context)
     axes = _axes(data.shape, attrs["axis"], attrs["exclude"])
-    return multiply(_expand(g, data, axes), multiply(data, 2.0))
+    return multiply(_expand(as_dense(g), data, axes), multiply(data, 2.0))
+
+
+def _common_rows(a, b):
+    """``(rows, a_at, b_at)``: the sorted row ids both row_sparse ``a`` and ``b`` store, and
+    their positions among ``a``'s and ``b``'s stored rows (None: all of them, in order).
+    A binary search of the shorter id list in the longer; none when the lists are one
+    array or equal, or when one array stores every row (its ids are then ``0 .. n-1``)."""
+    ia, ib = a.index_array, b.index_array
+    n = a.shape[0]
+    if ia is ib or (len(ia) == len(ib) and (len(ia) == n or np.array_equal(ia, ib))):
+        return ia, None, None
+    if len(ia) == n:
+        return ib, ib, None
+    if len(ib) == n:
+        return ia, None, ia
+    short, long_ = (ia, ib) if len(ia) <= len(ib) else (ib, ia)
+    pos = np.searchsorted(long_, short)
+    hit = pos < len(long_)
+    hit[hit] = long_[pos[hit]] == short[hit]
+    if hit.all():
+        rows, at_short = short, None
+    else:
+        rows, at_short, pos = short[hit], np.flatnonzero(hit), pos[hit]
+    return (rows, at_short, pos) if short is ia else (rows, pos, at_short)
 
 
 # -- the sum of a product: one step of a cached graph -----------------------------------------
@@ -455,10 +529,10 @@ def _(node, g):
     pairs = ((lhs, rhs, node.parents[0]), (rhs, lhs, node.parents[1]))
     if RECORDER.get() is None and lhs.stype == rhs.stype == "default":
         # not differentiated again: numpy broadcasts g in the product itself
-        gk = g._np.reshape(_shape(shape, axes, True))
+        gk = g.values.reshape(_shape(shape, axes, True))
         with np.errstate(all="ignore"):  # as broadcast_mul's vjp (nan, inf follow numpy)
             return tuple(None if parent is None else
-                         NDArray(_product_grad(gk, other._np, x.shape, shape), g.context)
+                         NDArray(_product_grad(gk, other.values, x.shape, shape), g.context)
                          for x, other, parent in pairs)
     expanded = _backward_sum(g, shape=shape, axes=axes, scale=1.0)
     return tuple(None if parent is None else _unbroadcast(expanded * other, x)
