@@ -5,6 +5,8 @@ This module is the bottom of the dependency graph: everything in nets may
 import it and it imports nothing from nets.
 """
 import contextvars
+import math
+import numbers
 import os
 import threading
 
@@ -15,7 +17,8 @@ __all__ = [
     "ContextError", "StorageFallbackWarning", "DenseResultWarning", "STYPES", "DEFAULT_DTYPE",
     "INDEX_DTYPE", "FLOAT_DTYPES", "SUPPORTED_DTYPES",
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
-    "check_stype", "normalize_shape", "env_number",
+    "check_number",
+    "check_stype", "normalize_shape", "env_number", "MXNetError", "mx_real_t", "py_str",
 ]
 
 # Autograd state lives here, at the bottom of the graph, so arrays and operators can read it
@@ -40,6 +43,15 @@ STYPES = ("default", "csr", "row_sparse")
 
 class NetsError(Exception):
     """Base class of every error nets raises on purpose."""
+
+
+MXNetError = NetsError  # MXNet's name, so ``except mx.base.MXNetError`` ports by renaming
+mx_real_t = np.float32  # MXNet's default real type
+
+
+def py_str(x):
+    """``x`` as a Python str (bytes decoded as UTF-8), as MXNet's ``base.py_str``."""
+    return x.decode("utf-8") if isinstance(x, bytes) else str(x)
 
 
 class ShapeError(NetsError, ValueError):
@@ -175,6 +187,9 @@ class Context:
         return self
 
 
+Context.default_ctx = Context("cpu", 0)  # MXNet's class attribute: the default context
+
+
 def cpu(device_id=0):
     """The CPU context."""
     return Context("cpu", device_id)
@@ -198,6 +213,46 @@ def current_context(ctx=None):
     elif not isinstance(ctx, Context):
         raise ContextError(f"ctx={ctx!r} is not a nets.Context")
     return ctx.check()
+
+
+def _bounds(low, high, low_open, high_open):
+    """The allowed range in words: ``>= 0``, ``> 0``, ``in [0, 1)``..."""
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f" {'<' if high_open else '<='} {high}"
+    return ""
+
+
+def check_number(name, value, low=None, high=None, low_open=False, high_open=False,
+                 optional=False):
+    """``value``, checked to be a finite real number (not a bool) within ``[low, high]``
+    (an open end with ``low_open``/``high_open``; a bound None is no bound); ``optional``
+    admits None too. A 0-d numpy array of integers or floats counts as its number (and is
+    returned as that numpy scalar). Otherwise ``NetsError``: ``"learning_rate=nan: must be
+    a finite number >= 0"``. The one check of hyper-parameters: the optimizers' and the
+    update operators' arguments."""
+    kind = type(value)
+    if kind is float or kind is int:  # (the common case, without the numbers.Real check)
+        ok = math.isfinite(value)
+    else:
+        if value is None and optional:
+            return value
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+            value = value[()]
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+              and math.isfinite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        shown = value if isinstance(value, numbers.Real) else repr(value)
+        rule = "a finite number" + _bounds(low, high, low_open, high_open)
+        raise NetsError(f"{name}={shown}: must be {'None or ' if optional else ''}{rule}")
+    return value
 
 
 def env_number(name, kind=int, environ=None):

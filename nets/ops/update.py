@@ -24,12 +24,12 @@ operator and the argument.
 """
 import itertools
 import math
-import numbers
 
 import numpy as np
 
 from .. import kernels, parallel
-from ..base import FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError
+from ..base import (FLOAT_DTYPES, DTypeError, NetsError, ShapeError, StorageTypeError,
+                    check_number)
 from ..arrays.dense import NDArray
 from .registry import REQUIRED, Op, log_storage, storage_verbose
 
@@ -100,7 +100,8 @@ class RowSelection:
 
     Making one checks the operands: each a dense or row_sparse nets array of the weight's
     shape (a state flagged in ``row_states``: ``(rows,)`` or ``(rows, 1)``, one value per
-    weight row, seen as ``(rows, 1)``) and (float32 or float64) dtype, the storage of the weight and of each state
+    weight row, seen as ``(rows, 1)``) and (float32 or float64) dtype, the storage of the
+    weight and of each state
     C-contiguous so that the kernels update it in place. A row_sparse weight or state
     lacking a selected row gets it inserted (zero, ``RowSparseNDArray.insert_rows``); a
     row_sparse state that grows is also given every row the weight stores, as MXNet did,
@@ -298,23 +299,8 @@ _COMMON = {"wd": 0.0, "rescale_grad": 1.0, "clip_gradient": -1.0}
 
 
 def _number(op, name, value, low=None, high=None, low_open=False, high_open=False):
-    """``value`` as a float, checked to be a finite real number (not a bool) in range."""
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value[()]
-    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-          and math.isfinite(value))
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        rule = "a finite number"
-        if low is not None and high is not None:
-            rule += f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-        elif low is not None:
-            rule += f" {'>' if low_open else '>='} {low}"
-        raise NetsError(f"{op}: {name}={value!r}: must be {rule}")
-    return float(value)
+    """``value`` as a float, checked by ``base.check_number`` (errors name ``op``)."""
+    return float(check_number(f"{op}: {name}", value, low, high, low_open, high_open))
 
 
 class UpdateOp(Op):

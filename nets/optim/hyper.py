@@ -8,53 +8,9 @@ fails far from its cause (``batch_size=0``). Each is refused where it enters - a
 optimizer's or scheduler's constructor, a setter, ``Trainer.step`` - with a ``NetsError``
 naming the argument and the value.
 """
-import math
-import numbers
-
-import numpy as np
-
-from ..base import NetsError
+from ..base import check_number
 
 __all__ = ["check_number", "Hyper"]
-
-
-def _bounds(low, high, low_open, high_open):
-    """The allowed range in words: ``>= 0``, ``> 0``, ``in [0, 1)``..."""
-    if low is not None and high is not None:
-        return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-    if low is not None:
-        return f" {'>' if low_open else '>='} {low}"
-    if high is not None:
-        return f" {'<' if high_open else '<='} {high}"
-    return ""
-
-
-def check_number(name, value, low=None, high=None, low_open=False, high_open=False,
-                 optional=False):
-    """``value``, checked to be a finite real number (not a bool) within ``[low, high]``
-    (an open end with ``low_open``/``high_open``; a bound None is no bound); ``optional``
-    admits None too. A 0-d numpy array of integers or floats counts as its number (and is
-    returned as that numpy scalar). Otherwise ``NetsError``: ``"learning_rate=nan: must be
-    a finite number >= 0"``."""
-    kind = type(value)
-    if kind is float or kind is int:  # (the common case, without the numbers.Real check)
-        ok = math.isfinite(value)
-    else:
-        if value is None and optional:
-            return value
-        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-            value = value[()]
-        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
-              and math.isfinite(value))
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        shown = value if isinstance(value, numbers.Real) else repr(value)
-        rule = "a finite number" + _bounds(low, high, low_open, high_open)
-        raise NetsError(f"{name}={shown}: must be {'None or ' if optional else ''}{rule}")
-    return value
 
 
 class Hyper:
