@@ -15,6 +15,15 @@ def _seed():
     nets.random.seed(1234)
 
 
+@pytest.fixture(autouse=True)
+def _strict_tolerances():
+    """Comparisons default to nets' strict tolerances, not MXNet's looser ones (which
+    nets.test_utils keeps for programs written against MXNet's test_utils)."""
+    from nets.test_utils import default_tolerances
+    with default_tolerances("strict"):
+        yield
+
+
 @pytest.fixture
 def shared_kernels(monkeypatch):
     """Split every parallel kernel call between 3 threads in chunks of ~1/24 of its range,

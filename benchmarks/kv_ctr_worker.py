@@ -9,8 +9,8 @@ Times ``STEPS`` steps after 5 warm-up steps: each step's compute (forward and ba
 its ``trainer.step`` (with a store: one call per server pushing the gradients and
 answering the rows the update changed, waiting for the other workers under
 ``dist_sync``, and applying those rows to the worker's weights). The bytes a step moves
-are counted at the store's ``_push_changed``: the gradients sent (values, and row ids of
-row_sparse ones) and the answers received. Rank 0 writes the medians, the mean bytes per
+are the store's counters (``kv.stats()``, reset after the warm-up): the gradients sent
+(values, and row ids of row_sparse ones) and the answers received. Rank 0 writes the medians, the mean bytes per
 step and the run's samples/s (all workers' samples over rank 0's wall time) to
 ``OUT_JSON``."""
 import json
@@ -32,33 +32,10 @@ from nets.arrays.dense import NDArray
 WARMUP = 5
 
 
-def _nbytes(array):
-    """Bytes of an array's values, and of its row ids when row_sparse."""
-    if array.stype == "row_sparse":
-        return array.data.asnumpy().nbytes + array.indices.asnumpy().nbytes
-    return array.asnumpy().nbytes
-
-
-def count_bytes(kv, moved):
-    """Wrap ``kv._push_changed`` (on this instance) to add each call's bytes sent and
-    received to ``moved`` (a list of per-call totals)."""
-    push_changed = kv._push_changed
-
-    def counted(pairs):
-        answers = push_changed(pairs)
-        moved.append(sum(_nbytes(a) for _, arrays in pairs for a in arrays)
-                     + sum(_nbytes(v) for _, v in answers))
-        return answers
-    kv._push_changed = counted
-
-
 def main():
     store, steps, data_dir, quick, out_json = sys.argv[1:6]
     steps, quick = int(steps), quick == "1"
     kv = None if store == "none" else nets.kv.create(store)
-    moved = []
-    if kv is not None:
-        count_bytes(kv, moved)
     rank, workers = (0, 1) if kv is None else (kv.rank, kv.num_workers)
     arrays = wl.w2_arrays(data_dir, quick)
     X = CSRNDArray(arrays["data"], arrays["indices"], arrays["indptr"],
@@ -82,6 +59,8 @@ def main():
     for k, (s, e) in enumerate(spans[:WARMUP + steps]):
         if k == WARMUP:
             start = time.perf_counter()
+            if kv is not None:
+                kv.reset_stats()
         t0 = time.perf_counter()
         with autograd.record():
             loss = loss_fn(net(X[s:e]), y[s:e])
@@ -99,7 +78,8 @@ def main():
                        "compute_ms": 1e3 * float(np.median(compute)),
                        "step_ms": 1e3 * float(np.median(update)),
                        "wall_s": wall, "workers": workers,
-                       "bytes_per_step": float(np.mean(moved[WARMUP:])) if moved else 0.0},
+                       "bytes_per_step": 0.0 if kv is None else
+                       (kv.stats()["bytes_sent"] + kv.stats()["bytes_received"]) / steps},
                       f)
 
 

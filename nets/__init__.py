@@ -20,13 +20,14 @@ from .parallel import get_num_threads, set_num_threads
 __version__ = "0.2.0"
 
 _SUBMODULES = ("arrays", "autograd", "callback", "data", "gluon", "init", "kv", "layers",
-               "loss", "metric", "model", "module", "nd", "operator", "optim", "random",
+               "loss", "metric", "model", "module", "name", "nd", "operator", "optim", "random",
                "symbol", "test_utils", "utils")
 # MXNet's other names of the same modules: `nets.sym`, `import nets.sym`, `from
 # nets.kvstore import ...`, `import nets.ndarray.sparse`, `nets.io.LibSVMIter`,
 # `nets.optimizer.Adam` reach the modules themselves (so `mx.` -> `nets.` is the whole port)
-_ALIASES = {"initializer": "init", "io": "data", "kvstore": "kv", "mod": "module",
-            "ndarray": "nd", "optimizer": "optim", "sym": "symbol"}
+_ALIASES = {"context": "base", "initializer": "init", "io": "data", "kvstore": "kv",
+            "lr_scheduler": "optim.lr_scheduler", "mod": "module", "ndarray": "nd",
+            "optimizer": "optim", "sym": "symbol"}
 # submodules, their aliases and `Trainer`, imported on first use
 _LAZY = {**{name: (name, None) for name in _SUBMODULES},
          **{alias: (name, None) for alias, name in _ALIASES.items()},
@@ -65,7 +66,8 @@ __all__ = ["Context", "DenseResultWarning", "NetsError", "StorageFallbackWarning
            "__version__",
            "arrays", "autograd", "callback", "cpu", "current_context", "data",
            "get_num_threads", "gpu", "init", "initializer", "kv", "kvstore", "layers", "loss",
-           "metric", "mod", "model", "module", "nd", "ndarray", "num_gpus", "operator", "optim",
+           "metric", "mod", "model", "module", "name", "nd", "ndarray", "num_gpus", "operator",
+           "optim",
            "random", "set_num_threads", "sym", "symbol", "test_utils", "utils"]
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -39,7 +39,7 @@ class Initializer:
     def __call__(self, name, arr):
         """Fill ``arr`` (any storage type) in place; returns ``arr``."""
         dense = arr.stype == "default"
-        values = arr._np if dense else np.zeros(arr.shape, dtype=arr.dtype)  # no copy if dense
+        values = arr.values if dense else np.zeros(arr.shape, dtype=arr.dtype)  # no copy if dense
         name = str(name)
         if name.endswith(("bias", "beta", "moving_mean", "running_mean")):
             values[...] = 0

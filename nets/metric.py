@@ -24,7 +24,7 @@ import numpy
 
 from .base import NetsError, ShapeError
 
-__all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC",
+__all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC", "PCC",
            "Perplexity", "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood",
            "PearsonCorrelation", "Loss", "CustomMetric", "AUC", "check_label_shapes",
            "create", "register", "alias"]
@@ -384,6 +384,68 @@ class F1(_BinaryClassification):
         precision = tp / (tp + fp) if tp + fp else 0.0
         recall = tp / (tp + fn) if tp + fn else 0.0
         return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+@register
+class PCC(EvalMetric):
+    """MXNet's ``PCC``: the multiclass Matthews correlation of the confusion matrix of
+    predicted classes (a ``pred`` whose shape differs from the label's is arg-maxed on
+    axis 1) against labels, ``cov(x, y) / sqrt(cov(x, x) cov(y, y))`` with ``x``/``y`` the
+    predicted/true class counts; NaN while either variance is 0. Equals ``MCC`` for two
+    classes. The matrix grows with the largest class seen."""
+
+    def __init__(self, name="pcc", output_names=None, label_names=None,
+                 has_global_stats=True):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=has_global_stats)
+
+    def reset(self):
+        self.k = getattr(self, "k", 2)
+        self.gcm = numpy.zeros((self.k, self.k))
+        super().reset()
+
+    def reset_local(self):
+        self.lcm = numpy.zeros((self.k, self.k))
+        super().reset_local()
+
+    def _grow(self, inc):
+        self.lcm = numpy.pad(self.lcm, ((0, inc), (0, inc)))
+        self.gcm = numpy.pad(self.gcm, ((0, inc), (0, inc)))
+        self.k += inc
+
+    @staticmethod
+    def _mcc(cmat):
+        n = cmat.sum()
+        x, y = cmat.sum(axis=1), cmat.sum(axis=0)
+        cov_xx, cov_yy = numpy.sum(x * (n - x)), numpy.sum(y * (n - y))
+        if cov_xx == 0 or cov_yy == 0:
+            return float("nan")
+        return float(numpy.sum(cmat.diagonal() * n - x * y) / (cov_xx * cov_yy) ** 0.5)
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, wrap=True)
+        for label, pred in zip(labels, preds):
+            label, pred = _host(label).astype(numpy.int64).ravel(), _host(pred)
+            pred = (pred.argmax(axis=1) if pred.shape != label.shape and pred.ndim > 1
+                    else pred).astype(numpy.int64).ravel()
+            check_label_shapes(label, pred)
+            if label.size and (label.min() < 0 or pred.min() < 0):
+                raise NetsError("PCC: classes must be non-negative integers")
+            n = int(max(pred.max(initial=0), label.max(initial=0)))
+            if n >= self.k:
+                self._grow(n + 1 - self.k)
+            bcm = numpy.zeros((self.k, self.k))
+            numpy.add.at(bcm, (pred, label), 1)
+            self.lcm += bcm
+            self.gcm += bcm
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    def _value(self, local):
+        if not (self.num_inst if local else self.global_num_inst):
+            return float("nan")
+        return self._mcc(self.lcm if local else self.gcm)
 
 
 @register

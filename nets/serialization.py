@@ -53,12 +53,12 @@ def save_arrays(path, arrays, config=None):
             raise NetsError(f"array {name!r} is a {type(arr).__name__}, not a nets array")
         meta[name] = {"stype": arr.stype, "shape": list(arr.shape), "dtype": str(arr.dtype)}
         if arr.stype == "default":
-            buffers[name] = arr._np
+            buffers[name] = arr.values
         else:
-            buffers[f"{name}::data"] = arr._data
-            buffers[f"{name}::indices"] = arr._indices
+            buffers[f"{name}::data"] = arr.values
+            buffers[f"{name}::indices"] = arr.index_array
             if arr.stype == "csr":
-                buffers[f"{name}::indptr"] = arr._indptr
+                buffers[f"{name}::indptr"] = arr.indptr_array
     header = {"format": _FORMAT, "arrays": meta, "config": config or {}}
     buffers[_CONFIG] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     write_atomically(os.fspath(path), lambda f: np.savez(f, **buffers))
@@ -69,7 +69,8 @@ def write_atomically(path, write):
     rename it to ``path``; on any error remove it and re-raise. ``path`` is never seen
     half-written: it is the previous file until the rename, the new one after. A process
     killed mid-write (SIGKILL, power loss) leaves the previous file whole but may leave its
-    temporary file, ``<path>.<pid>.<random>.tmp``, which nothing removes. The new file is a
+    temporary file, ``.<name>.<pid>.<random>.tmp`` beside it (hidden: a folder's readers,
+    which skip hidden files, never take it for data), which nothing removes. The new file is a
     new inode: it takes the default permissions (``0o666`` less the umask), and a symlink at
     ``path`` is replaced by it rather than written through.
 
@@ -78,7 +79,8 @@ def write_atomically(path, write):
     previous file is kept."""
     if os.path.isdir(path):
         raise NetsError(f"{path}: is a directory; give a file name to write")
-    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
     except OSError as e:

@@ -15,11 +15,6 @@ from .base import Context
 __all__ = ["clip_global_norm", "split_data", "split_and_load"]
 
 
-def _stored(a):
-    """The stored values of ``a``: every element of a dense array, the values of a sparse one."""
-    return a._data if a.stype != "default" else a._np
-
-
 def clip_global_norm(arrays, max_norm, check_isfinite=True):
     """Rescale ``arrays`` in place so that their joint 2-norm is at most ``max_norm``.
 
@@ -38,7 +33,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
             raise NetsError(f"arrays[{i}] must be a nets array, got {type(a).__name__}")
     if not (isinstance(max_norm, numbers.Real) and max_norm >= 0):
         raise NetsError(f"max_norm={max_norm!r}: expected a number >= 0")
-    total = math.sqrt(sum(kernels.optim.sum_squares(_stored(a).reshape(-1)) for a in arrays))
+    total = math.sqrt(sum(kernels.optim.sum_squares(a.values.reshape(-1)) for a in arrays))
     if not math.isfinite(total):
         if check_isfinite:
             warnings.warn("clip_global_norm: the norm is NaN or infinite; the arrays are left "
@@ -47,7 +42,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     scale = max_norm / (total + 1e-8)
     if scale < 1:
         for a in arrays:
-            values = _stored(a)
+            values = a.values
             np.multiply(values, values.dtype.type(scale), out=values)
     return total
 

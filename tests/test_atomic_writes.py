@@ -12,6 +12,7 @@ then hold the good file byte for byte; a completed save replaces it.
 import glob
 import gzip
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -114,7 +115,8 @@ def kill_mid_save(proc, target, timeout=240):
     deadline = time.monotonic() + timeout
     while True:
         st = os.stat(target) if os.path.exists(target) else None
-        if glob.glob(os.path.join(folder, "*.tmp")) or st is None or (
+        if glob.glob(os.path.join(folder, glob.escape("." + os.path.basename(target))
+                                  + ".[0-9]*.tmp")) or st is None or (
                 st.st_size, st.st_mtime_ns, st.st_ino) != (before.st_size, before.st_mtime_ns,
                                                            before.st_ino):
             break
@@ -131,12 +133,13 @@ def kill_mid_save(proc, target, timeout=240):
 
 def assert_only_target(folder, target, allow_stale_tmp):
     """The folder holds ``target`` (and, after a SIGKILL, maybe the killed writer's stale
-    temporary file: nothing could remove it)."""
+    temporary file, hidden: ``.<name>.<pid>.<hex>.tmp``; nothing could remove it)."""
     left = sorted(f for f in os.listdir(folder) if not f.endswith(".warm"))
     tmps = [f for f in left if f.endswith(".tmp")]
     assert os.path.basename(target) in left
     assert not tmps or (allow_stale_tmp and all(
-        f.startswith(os.path.basename(target) + ".") for f in tmps)), left
+        re.fullmatch(re.escape("." + os.path.basename(target)) + r"\.\d+\.[0-9a-f]{8}\.tmp", f)
+        for f in tmps)), left
 
 
 @pytest.mark.parametrize("kind", sorted(WRITERS))

@@ -1,13 +1,16 @@
 """The import graph of ``nets``, read from the source with ``ast`` (nothing is imported).
 
-Three rules (docs/architecture.md, "The floors"):
+Four rules (docs/architecture.md, "The floors"):
 
 - no import cycles between the modules of the package;
 - every import points down the floors of ``FLOORS`` or stays on its own floor; a module's
   floor is that of the longest entry naming it or a package holding it, and every module
   must have one (a new top-level module or package is placed here and in the docs);
 - no module imports a private name (``_name``, dunders aside) or a private module from
-  another package (``from ..ops.nn import _x`` is one).
+  another package (``from ..ops.nn import _x`` is one);
+- no module reads, writes or deletes another package's private attribute: ``obj._name``, or
+  ``getattr(obj, "_name")`` and its kin, where ``_name`` is a private name of nets that
+  the module's own package does not define (``private_accesses`` says what counts).
 
 An import anywhere in a file counts, inside a function too: a lazy import is still an
 arrow. Arrows are resolved as ``../shared/tools/importgraph.py`` resolves them (a
@@ -30,7 +33,7 @@ DOCS = os.path.join(os.path.dirname(ROOT), "docs", "architecture.md")
 # The floors, lowest first: (label, files and packages of ``nets``). ``__init__.py`` is the
 # root package ``nets`` (the public face, importing everything).
 FLOORS = (
-    ("bottom", ("base.py", "batch.py", "random.py", "parallel.py", "kernels/")),
+    ("bottom", ("base.py", "batch.py", "name.py", "random.py", "parallel.py", "kernels/")),
     ("arrays", ("arrays/",)),
     ("operators", ("ops/", "serialization.py")),
     ("autograd", ("autograd/", "nd/", "operator.py")),
@@ -39,6 +42,12 @@ FLOORS = (
     ("training", ("trainer.py", "model.py", "callback.py")),
     ("programs", ("data/", "gluon/", "cli.py", "__main__.py", "test_utils.py", "__init__.py")),
 )
+
+# Private attributes any package may use, each with its reason. MXNet's documented extension
+# points (an optimizer subclass calling its own ``_get_lr``, ``_get_wd``, ``_update_count``)
+# are used on ``self`` and need no entry; none is needed today: the packages of nets use only
+# each other's public names.
+ALLOWED_ATTRIBUTES = {}
 
 
 # -- the graph -----------------------------------------------------------------------------
@@ -150,15 +159,105 @@ def _private(part):
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
-def problems(root, floors):
-    """``{'unplaced': [...], 'cycles': [...], 'upward': [...], 'private': [...]}`` for the
-    package directory ``root``."""
+# -- private attributes ----------------------------------------------------------------------
+
+_ATTRIBUTE_FUNCTIONS = {"getattr": "reads", "hasattr": "reads", "setattr": "writes",
+                        "delattr": "deletes"}
+
+
+def _is_self(node):
+    """Whether ``node`` is ``self``, ``cls`` or ``super()``: an object's own attributes."""
+    return ((isinstance(node, ast.Name) and node.id in ("self", "cls"))
+            or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "super"))
+
+
+def defined_names(tree):
+    """The names a module defines: its functions, methods and classes, every name it
+    assigns (module, class or local), its arguments and import names, and every attribute
+    it assigns on any object (a package that sets ``x._name`` on another package's object,
+    as autograd sets an array's ``_node``, makes ``_name`` part of its own protocol)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def attribute_uses(tree):
+    """``(line, verb, object source, attribute)`` for every private attribute ``tree``
+    uses on an object other than ``self``/``cls``/``super()``: ``obj._name`` (read,
+    written or deleted) and ``getattr``/``hasattr``/``setattr``/``delattr`` with the
+    name spelled as a string."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            obj, name = node.value, node.attr
+            verb = {ast.Store: "writes", ast.Del: "deletes"}.get(type(node.ctx), "reads")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in _ATTRIBUTE_FUNCTIONS and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            obj, name = node.args[0], node.args[1].value
+            verb = _ATTRIBUTE_FUNCTIONS[node.func.id]
+        else:
+            continue
+        if _private(name) and not _is_self(obj):
+            out.append((node.lineno, verb, ast.unparse(obj), name))
+    return out
+
+
+def private_accesses(root, allowed=()):
+    """Every use of another package's private attribute in the package directory ``root``.
+
+    A package is a top-level subpackage or module of ``root`` (``nets.ops``,
+    ``nets.trainer``). A module in package P uses another package's private attribute when
+    it reads, writes or deletes ``obj._name`` on an object other than ``self``/``cls``/
+    ``super()`` (or names it in ``getattr`` and its kin), P defines no ``_name``
+    (``defined_names``), and another package of ``root`` does: ``value._np`` in
+    ``nets.kv`` is one, ``sys._getframe`` is not (no package of nets defines
+    ``_getframe``: another library's private names are that library's business; the
+    kernels' use of numba's is confined to one module with its own check). The rule goes
+    by name, without types: a use of a name both packages define passes, and a library
+    object's private attribute spelled as one of nets' would count (none does).
+    ``allowed`` names private attributes any package may use."""
+    mods = modules(root)
+    root_name = os.path.basename(os.path.abspath(root))
+    trees = {m: ast.parse(open(p, encoding="utf-8").read(), p) for m, p in mods.items()}
+    own = {}
+    for m, tree in trees.items():
+        own.setdefault(_package(m, root_name), set()).update(defined_names(tree))
+    found = []
+    for m, tree in sorted(trees.items()):
+        pkg = _package(m, root_name)
+        for line, verb, obj, name in attribute_uses(tree):
+            if name in own[pkg] or name in allowed:
+                continue
+            owners = sorted(p for p, names in own.items() if p != pkg and name in names)
+            if owners:
+                path = os.path.relpath(mods[m], os.path.dirname(root))
+                found.append((path, line, f"{path}:{line}: {m} {verb} {obj}.{name} (private "
+                                          f"to {', '.join(owners)})"))
+    return [text for _, _, text in sorted(set(found))]
+
+
+def problems(root, floors, allowed=()):
+    """``{'unplaced': [...], 'cycles': [...], 'upward': [...], 'private': [...],
+    'attributes': [...]}`` for the package directory ``root`` (``allowed``: the private
+    attributes ``private_accesses`` lets any package use)."""
     mods = modules(root)
     root_name = os.path.basename(os.path.abspath(root))
     top = len(floors) - 1
     found = {"unplaced": sorted(m for m in mods if floor_of(m, root_name, floors) is None),
              "cycles": cycles({m: arrows(m, p, mods) for m, p in mods.items()}),
-             "upward": [], "private": []}
+             "upward": [], "private": [], "attributes": private_accesses(root, allowed)}
     for m, p in sorted(mods.items()):
         mine = floor_of(m, root_name, floors)
         for line, mod, names, t in imports(m, p, mods):
@@ -186,7 +285,7 @@ def problems(root, floors):
 
 @pytest.fixture(scope="module")
 def found():
-    return problems(ROOT, FLOORS)
+    return problems(ROOT, FLOORS, ALLOWED_ATTRIBUTES)
 
 
 def test_every_module_has_a_floor(found):
@@ -203,6 +302,12 @@ def test_imports_point_down_the_floors(found):
 
 def test_no_private_names_across_packages(found):
     assert found["private"] == []
+
+
+def test_no_private_attributes_across_packages(found):
+    """What another package needs of an object is public there (arrays: ``values``,
+    ``index_array``, ``indptr_array``, ``assign_result``, ...)."""
+    assert found["attributes"] == []
 
 
 def test_the_docs_show_these_floors():
@@ -245,7 +350,7 @@ def test_checker_finds_a_lazy_upward_import_and_the_cycle_it_closes(tmp_path):
     assert found["cycles"] == [["pkg.arrays.dense", "pkg.ops"]]
     assert found["upward"] == ["pkg/arrays/dense.py:4: pkg.arrays.dense (floor 0) imports "
                                "pkg.ops (floor 1)"]
-    assert found["unplaced"] == [] and found["private"] == []
+    assert found["unplaced"] == [] and found["private"] == [] and found["attributes"] == []
 
 
 def test_checker_allows_downward_and_same_floor_arrows(tmp_path):
@@ -256,7 +361,7 @@ def test_checker_allows_downward_and_same_floor_arrows(tmp_path):
         "ops.py": "from .arrays import Array\nimport pkg.base\n",
     })
     assert problems(root, TOY_FLOORS) == {"unplaced": [], "cycles": [], "upward": [],
-                                          "private": []}
+                                          "private": [], "attributes": []}
 
 
 def test_checker_finds_private_names_unplaced_modules_and_root_imports(tmp_path):
@@ -276,6 +381,53 @@ def test_checker_finds_private_names_unplaced_modules_and_root_imports(tmp_path)
                                 "pkg/ops.py:1: pkg.ops imports private ['_x'] from pkg.base"]
     assert found["upward"] == ["pkg/base.py:1: pkg.base (floor 0) imports pkg (floor 1)"]
     assert found["cycles"] == []
+
+
+def test_checker_finds_private_attributes_of_other_packages(tmp_path):
+    root = _package_tree(tmp_path, {
+        "__init__.py": "",
+        "arrays/__init__.py": "",
+        "arrays/dense.py": """\
+            class Array:
+                _tag = None
+                def __init__(self, values):
+                    self._values = values
+                def _adopt(self, other):
+                    self._values = other._values  # its own package's name
+            """,
+        "ops.py": """\
+            import sys
+            def add(a, b):
+                out = a._values + b._values       # two reads
+                a._tag = "sum"                    # a write: ops makes _tag its own too
+                frame = sys._getframe(0)          # not a name of pkg: another library's
+                return getattr(b, "_values"), a._adopt(b)
+            class Sum:
+                def _total(self):
+                    return self._values, super()._total()   # self and super(): own
+            """,
+        "kv.py": """\
+            def push(x, y):
+                del x._values
+                setattr(y, "_adopt", None)
+                return x._tag, x._total, y._hidden     # _total: of ops; _hidden: of no one
+            """,
+    })
+    found = problems(root, (("all", ("arrays/", "ops.py", "kv.py", "__init__.py")),))
+    assert found["attributes"] == [
+        "pkg/kv.py:2: pkg.kv deletes x._values (private to pkg.arrays)",
+        "pkg/kv.py:3: pkg.kv writes y._adopt (private to pkg.arrays)",
+        "pkg/kv.py:4: pkg.kv reads x._tag (private to pkg.arrays, pkg.ops)",
+        "pkg/kv.py:4: pkg.kv reads x._total (private to pkg.ops)",
+        "pkg/ops.py:3: pkg.ops reads a._values (private to pkg.arrays)",
+        "pkg/ops.py:3: pkg.ops reads b._values (private to pkg.arrays)",
+        "pkg/ops.py:6: pkg.ops reads a._adopt (private to pkg.arrays)",
+        "pkg/ops.py:6: pkg.ops reads b._values (private to pkg.arrays)"]
+    assert private_accesses(root, allowed={"_values": "an extension point"}) == [
+        "pkg/kv.py:3: pkg.kv writes y._adopt (private to pkg.arrays)",
+        "pkg/kv.py:4: pkg.kv reads x._tag (private to pkg.arrays, pkg.ops)",
+        "pkg/kv.py:4: pkg.kv reads x._total (private to pkg.ops)",
+        "pkg/ops.py:6: pkg.ops reads a._adopt (private to pkg.arrays)"]
 
 
 if __name__ == "__main__":  # a report without pytest: python tests/test_import_graph.py

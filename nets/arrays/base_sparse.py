@@ -47,7 +47,12 @@ class BaseSparseNDArray(NDArray):
     and keep them, and the kernels trust them too (an invalid index is out-of-bounds memory
     access). Buffers of unknown origin go through the validating builders
     (``nets.nd.sparse.csr_matrix``, ``row_sparse_array``), or ``check_format()`` right
-    after; the public index views are read-only, so the trust stays sound."""
+    after; the public index views are read-only, so the trust stays sound.
+
+    Operators and kernels read the buffers themselves through ``values``, ``index_array``
+    and (CSR) ``indptr_array``: the arrays' own numpy buffers, not copies nor read-only
+    views (numba compiles a kernel again for a read-only argument), handed out under a
+    contract: the index buffers are never written."""
 
     _parts = ()  # names of the numpy buffers, in constructor order after `data`
 
@@ -67,6 +72,24 @@ class BaseSparseNDArray(NDArray):
     def data(self):
         """The stored values as an ``NDArray`` (shares memory)."""
         return NDArray(self._data, self._ctx)
+
+    @property
+    def values(self):
+        """The stored values as the array's own numpy buffer (the one behind ``data``; see
+        ``NDArray.values``): shape ``(nnz,)`` for CSR, ``(len(indices),) + shape[1:]`` for
+        row_sparse."""
+        return self._data
+
+    @property
+    def index_array(self):
+        """The int64 indices as the array's own numpy buffer: the column of each stored
+        value (CSR), the stored rows (row_sparse), in the canonical order.
+
+        For operators and kernels, which pass it on without a copy. **Never write it**: the
+        indices were validated when the array was built and every kernel trusts them (an
+        index out of range is a read or write outside the arrays); build a new array from
+        edited indices instead. ``indices`` is the read-only view for everyone else."""
+        return self._indices
 
     @property
     def indices(self):
@@ -98,7 +121,7 @@ class BaseSparseNDArray(NDArray):
         if not isinstance(value, NDArray):
             value = np.asarray(value, dtype=self.dtype)
             if value.ndim == 0 and value == 0:  # `x[:] = 0` empties x without a dense pass
-                self._set_parts(self._empty(self._shape, self.dtype), copy=False)
+                self._set_parts(self.zeros(self._shape, self.dtype), copy=False)
                 return
             try:
                 value = NDArray(np.broadcast_to(value, self._shape), self._ctx)
@@ -111,7 +134,7 @@ class BaseSparseNDArray(NDArray):
         else:
             self._set_parts(value, copy=value is not self)
 
-    def _assign(self, result):
+    def assign_result(self, result):
         if result.stype == self.stype:
             self._check_same_shape(result, "result")
             self._set_parts(result, copy=False)  # a fresh result: adopt its buffers
@@ -147,6 +170,13 @@ class BaseSparseNDArray(NDArray):
             setattr(self, name, value)
         self._shape, self._ctx = shape, ctx
 
+    def with_values(self, values):
+        """An array of this one's storage type, shape and pattern (its index buffers,
+        shared) holding ``values``, a numpy array shaped as ``values`` is (the stored values
+        of an entrywise result)."""
+        return type(self)(values, *[getattr(self, p) for p in self._parts], shape=self._shape,
+                          ctx=self._ctx)
+
     def detach(self):
         return type(self)(self._data, *[getattr(self, p) for p in self._parts],
                           shape=self._shape, ctx=self._ctx)
@@ -160,10 +190,6 @@ class BaseSparseNDArray(NDArray):
         """
         self._validate(self._data, *[getattr(self, p) for p in self._parts],
                        shape=self._shape, full_check=full_check)
-
-    def _require_2d(self, what):
-        if len(self._shape) != 2:
-            raise ShapeError(f"{what} needs a 2-D array, got shape {self._shape}")
 
     def __repr__(self):
         shape = "x".join(str(d) for d in self.shape)

@@ -291,7 +291,7 @@ def zeros_sparse(stype: str, shape: int | tuple[int, ...], ctx: Context | None =
         raise ShapeError(f"a CSR array is 2-D; shape={shape} has {len(shape)} dimensions")
     if not shape:
         raise ShapeError("a row_sparse array needs at least one dimension; got shape=()")
-    return (CSRNDArray if stype == "csr" else RowSparseNDArray)._empty(shape, dtype, ctx)
+    return (CSRNDArray if stype == "csr" else RowSparseNDArray).zeros(shape, dtype, ctx)
 
 
 def _is_shape(arg):

@@ -99,8 +99,8 @@ class CSRNDArray(BaseSparseNDArray):
     _validate = staticmethod(_check_csr)
 
     @classmethod
-    def _empty(cls, shape, dtype, ctx=None):
-        """An all-zero matrix of the 2-D ``shape`` (no values stored)."""
+    def zeros(cls, shape, dtype, ctx=None):
+        """An all-zero matrix of the 2-D ``shape`` and ``dtype`` (no values stored)."""
         return cls(np.zeros(0, dtype), np.zeros(0, INDEX_DTYPE),
                    np.zeros(shape[0] + 1, INDEX_DTYPE), shape, ctx)
 
@@ -108,6 +108,13 @@ class CSRNDArray(BaseSparseNDArray):
     def indptr(self):
         """Row pointers as an int64 ``NDArray``: a read-only view, as ``indices`` is."""
         return NDArray(read_only(self._indptr), self._ctx)
+
+    @property
+    def indptr_array(self):
+        """The int64 row pointers as the array's own numpy buffer (row ``i`` stores
+        ``values[indptr_array[i]:indptr_array[i + 1]]``), under ``index_array``'s contract:
+        never write it (kernels trust it); ``indptr`` is the read-only view."""
+        return self._indptr
 
     @property
     def nnz(self):

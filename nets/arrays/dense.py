@@ -78,6 +78,19 @@ class NDArray:
         """Bytes held by this array's buffers."""
         return self._np.nbytes
 
+    # -- the buffers, for operators and kernels --------------------------------
+    @property
+    def values(self):
+        """The numpy array holding the values: the array's own buffer, not a copy (a
+        sparse array's stored values, the buffer behind its ``data``).
+
+        For operators and kernels (nets' own and custom ones), which read it and build
+        their results from it; it is writable, since no value can make a kernel misbehave,
+        but a write through it is not counted in ``version``, so autograd cannot see it:
+        write an array with ``x[key] = value`` or an operator's ``out=``. ``asnumpy()``
+        gives a copy to keep."""
+        return self._np
+
     # -- conversion --------------------------------------------------------
     def asnumpy(self):
         """A numpy copy of the values (densifies a sparse array)."""
@@ -194,8 +207,12 @@ class NDArray:
         if tuple(value.shape) != tuple(self.shape):
             raise ShapeError(f"{name} has shape {tuple(value.shape)}, expected {self.shape}")
 
-    def _assign(self, result):
-        """Make self hold ``result``'s values, keeping self's storage type (in-place ops)."""
+    def assign_result(self, result):
+        """Make self hold the values of ``result``, an array nothing else holds (an
+        operator's fresh result), keeping self's storage type and dtype: what in-place
+        arithmetic and an operator's ``out=`` do. A sparse array of ``result``'s storage
+        type takes ``result``'s buffers instead of copying them, so ``result`` must not be
+        used after; a dense one copies (its views share its memory), as ``x[:] = result``."""
         self[:] = result
 
     def __getitem__(self, key):

@@ -65,8 +65,8 @@ class RowSparseNDArray(BaseSparseNDArray):
     _validate = staticmethod(_check_rsp)
 
     @classmethod
-    def _empty(cls, shape, dtype, ctx=None):
-        """An all-zero array of ``shape`` (no rows stored)."""
+    def zeros(cls, shape, dtype, ctx=None):
+        """An all-zero array of ``shape`` and ``dtype`` (no rows stored)."""
         return cls(np.zeros((0,) + tuple(shape[1:]), dtype), np.zeros(0, INDEX_DTYPE), shape, ctx)
 
     def _scatter_into(self, dense):

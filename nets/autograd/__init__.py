@@ -78,11 +78,11 @@ from .engine import backward, grad
 from .function import Function
 from .methods import install
 from .slot import GradSlot, attach_grad, grad_slot, mark_variables, release_grad
-from .tape import (is_recording, is_training, pause, predict_mode, record, set_recording,
-                   set_training, train_mode)
+from .tape import (in_graph, is_recording, is_training, pause, predict_mode, record,
+                   set_recording, set_training, train_mode)
 
 install(NDArray)
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "attach_grad", "mark_variables", "backward", "grad",
-           "Function", "GradSlot", "grad_slot", "release_grad"]
+           "Function", "GradSlot", "grad_slot", "release_grad", "in_graph"]

@@ -304,11 +304,11 @@ def _deliver(slot, grad):
     buf = slot.buffer
     if slot.req == "add":
         if grad is not None:
-            buf._assign(_sum([buf, grad[0]]))
+            buf.assign_result(_sum([buf, grad[0]]))
     elif grad is None:
         buf[:] = 0  # (a sparse buffer becomes empty)
     elif grad[1]:
-        buf._assign(grad[0])
+        buf.assign_result(grad[0])
     else:
         buf[:] = grad[0]  # copies, cast to the buffer's storage type and dtype
     slot.fresh = True

@@ -17,7 +17,7 @@ from ..base import RECORDER, TRAINING, NetsError
 from ..ops.registry import Op, take_saved
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "set_recording", "set_training"]
+           "set_recording", "set_training", "in_graph"]
 
 _SEQ = itertools.count()
 
@@ -97,7 +97,13 @@ class Node:
 
 
 def _versions(arrays):
-    return tuple([0 if a is None or a._versions is None else a._versions[0] for a in arrays])
+    return tuple([0 if a is None else a.version for a in arrays])
+
+
+def in_graph(x):
+    """Whether the array ``x`` is part of an autograd graph: a leaf (``attach_grad``) or an
+    operator's recorded result, so that ``backward`` can start from it."""
+    return x._node is not None or x._grad_slot is not None
 
 
 def record_node(op, inputs, attrs, outputs):

@@ -7,6 +7,7 @@ sets)."""
 from ..base import lazy_attributes
 from . import synthetic
 from .dataset import ArrayDataset, Dataset, LibSVMDataset, SimpleDataset
+from .csv_iter import CSVIter
 from .iterators import (DataBatch, DataDesc, DataIter, LibSVMIter, NDArrayIter, PrefetchingIter,
                         ResizeIter)
 from .libsvm import load_libsvm, save_libsvm
@@ -21,7 +22,7 @@ _LAZY = {"datasets": ("datasets", None),
                                                      "default_batchify_fn")}}
 
 __all__ = ["load_libsvm", "save_libsvm", "DataBatch", "DataDesc", "DataIter", "NDArrayIter",
-           "LibSVMIter", "ResizeIter", "LibSVMReader", "StreamWidthError", "read_mode",
+           "LibSVMIter", "CSVIter", "ResizeIter", "LibSVMReader", "StreamWidthError", "read_mode",
            "rebatch", "PrefetchingIter", "Dataset", "SimpleDataset",
            "ArrayDataset", "LibSVMDataset",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",

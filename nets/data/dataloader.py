@@ -136,7 +136,7 @@ def default_batchify_fn(data: List):
         if first.stype != "default":
             raise StorageTypeError(f"cannot batch {first.stype} samples; use CSR rows or "
                                    f"dense arrays")
-        return NDArray(np.stack([x._np for x in data]), first.context)
+        return NDArray(np.stack([x.values for x in data]), first.context)
     data = np.asarray(data)
     return nd.array(data, dtype=data.dtype)
 

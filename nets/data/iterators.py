@@ -138,14 +138,17 @@ class NDArrayIter(DataIter):
     ``shuffle`` draws a new order from ``nets.random`` at every pass (``idx``: the order of
     the current pass, as row numbers of the inputs). ``last_batch_handle`` says what to do
     with a last batch smaller than ``batch_size``: ``'pad'`` fills it with examples from the
-    start of the pass (``batch.pad`` counts them; when ``batch_size`` exceeds the number of
-    examples they repeat), ``'discard'`` drops it, ``'roll_over'`` keeps its examples for
+    start of the pass (``batch.pad`` counts them), ``'discard'`` drops it, ``'roll_over'``
+    keeps its examples for
     the first batch of the next pass: ``reset()`` after a complete pass starts the next pass
     with them, followed by that pass's examples (a second ``reset()``, or ``hard_reset()``,
     drops them). That first batch holds only real examples, so its ``pad`` is 0 (MXNet 1.9
     reported the number of rolled-over examples there, which made ``predict`` drop real
-    outputs). Its batches are slices of arrays in memory (``in_memory``): a
-    ``PrefetchingIter`` over it makes them in the caller's thread.
+    outputs). A ``batch_size`` larger than the number of examples raises ``NetsError``
+    with ``'pad'`` and ``'roll_over'``, whose batches would then repeat examples (a batch of
+    10**9 rows over 10 examples; MXNet refuses it too); ``'discard'`` yields no batch. Its
+    batches are slices of arrays in memory (``in_memory``): a ``PrefetchingIter`` over it
+    makes them in the caller's thread.
 
     Parameters
     ----------
@@ -180,6 +183,11 @@ class NDArrayIter(DataIter):
             if arr.shape[0] != self.num_data:
                 raise ShapeError(f"NDArrayIter: {name!r} has {arr.shape[0]} rows, "
                                  f"{self.data[0][0]!r} has {self.num_data}")
+        if last_batch_handle != "discard" and 0 < self.num_data < self.batch_size:
+            raise NetsError(f"NDArrayIter: batch_size={self.batch_size} is larger than the "
+                            f"{self.num_data} examples of {self.data[0][0]!r}: "
+                            f"last_batch_handle={last_batch_handle!r} would repeat them to "
+                            f"fill a batch; give a batch_size of at most {self.num_data}")
         self.shuffle, self.last_batch_handle = shuffle, last_batch_handle
         self._carry = np.zeros(0, INDEX_DTYPE)
         self.reset()
@@ -242,8 +250,10 @@ class LibSVMIter(DataIter):
     """Batches of LibSVM files read in ``chunk_bytes`` blocks: memory is bounded by the
     block size, not the file size. Yields ``DataBatch(data=[CSR (batch_size, n_features)],
     label=[labels], pad)``. ``data_libsvm`` (and ``label_libsvm``) is a file, a directory
-    (its non-empty, non-hidden files in name order), a list of those or MXNet's ``'a;b'``
-    string; the files are read one after the other as one stream.
+    (its non-empty files in name order, skipping hidden files, the temporary files of nets'
+    writes and ``load_libsvm``'s ``*.nets.npz`` caches: ``nets.data.reader.libsvm_files``),
+    a list of those or MXNet's ``'a;b'`` string; the files are read one after the other as
+    one stream.
 
     Labels: with ``label_libsvm``, the rows of that file as CSR ``(batch_size, k)`` for
     ``label_shape=(k,)`` (its own labels are ignored; it must have as many lines as
@@ -254,6 +264,10 @@ class LibSVMIter(DataIter):
     ``round_batch`` fills the last batch up with rows from the start of the part (``pad``
     counts them), otherwise with empty rows and zero labels (``pad`` counts those too). Each
     pass starts at the beginning of the part (MXNet's continued where the filling stopped).
+    A part with fewer rows than ``batch_size`` raises ``NetsError`` (as MXNet's "number of
+    input must be bigger than batch size"), ``round_batch`` or not, instead of a batch that
+    repeats the rows or is mostly padding: the rows are counted as they are read, so the
+    error comes at the end of the first pass over them, before any batch is yielded.
     ``num_parts``/``part_index``: the part read, for data-parallel readers; part p holds the
     lines starting in the p-th of ``num_parts`` equal byte ranges of the files put end to end
     (as MXNet), so the parts partition the rows. ``zero_based`` says whether indices count
@@ -286,9 +300,13 @@ class LibSVMIter(DataIter):
     shuffle : bool
         Visit the blocks in a random order and shuffle the rows within each.
     chunk_bytes : int
-        Bytes of text per block (memory is bounded by it).
+        Bytes of text per block (memory is bounded by it and by ``max_line_bytes``).
     data_name, label_name : str
         The names in ``provide_data`` and ``provide_label``.
+    max_line_bytes : int, optional
+        The longest line read, in bytes (default: the environment variable
+        ``NETS_MAX_LINE_BYTES``, else 64 MiB): a longer line raises ``LineTooLongError``
+        naming the file and the line.
     """
 
     def __init__(self, data_libsvm: Union[str, os.PathLike, Sequence[str]],
@@ -297,7 +315,8 @@ class LibSVMIter(DataIter):
                  label_shape: Sequence[int] = (1,), batch_size: Optional[int] = None,
                  round_batch: bool = True, num_parts: int = 1, part_index: int = 0,
                  zero_based: bool = True, shuffle: bool = False, chunk_bytes: int = 8 << 20,
-                 data_name: str = "data", label_name: str = "softmax_label"):
+                 data_name: str = "data", label_name: str = "softmax_label",
+                 max_line_bytes: Optional[int] = None):
         super().__init__(_positive(batch_size, "batch_size"))
         self.n_features = _width(data_shape, "data_shape")
         n_labels = _width(label_shape, "label_shape")
@@ -317,19 +336,22 @@ class LibSVMIter(DataIter):
         self._label_csr = n_labels > 1 or label_libsvm is not None
         self._label_shape = (n_labels,) if self._label_csr else ()
         self._sources = [(data_libsvm, _Spec(self.n_features, zero_based, "float32", multilabel,
-                                             n_labels if multilabel else None), self.n_features)]
+                                             n_labels if multilabel else None,
+                                             max_line_bytes), self.n_features)]
         if label_libsvm is not None:
-            self._sources.append((label_libsvm, _Spec(n_labels, zero_based, "float32"),
-                                  n_labels))
+            self._sources.append((label_libsvm, _Spec(n_labels, zero_based, "float32",
+                                                      max_line=max_line_bytes), n_labels))
+        max_line = self._sources[0][1].max_line
         self._spools = []  # temporary copies of streams and compressed files
         weakref.finalize(self, remove_files, self._spools)
         self._blocks = [part_ranges(readable(libsvm_files(src, name), src, name, self._spools),
-                                    num_parts, part_index, self._chunk)
+                                    num_parts, part_index, self._chunk, max_line)
                         for (src, _, _), name in zip(self._sources, ("data_libsvm",
                                                                       "label_libsvm"))]
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]
         self.provide_label = [DataDesc(label_name, (self.batch_size,) + self._label_shape)]
         self._head = None  # the part's first rows, once a last batch needed them
+        self._part = "" if num_parts == 1 else f" (part {part_index} of {num_parts})"
         self.reset()
 
     def _streams(self, order=None, shuffle=False):
@@ -345,6 +367,7 @@ class LibSVMIter(DataIter):
         if self.shuffle:
             order = generator().permutation(len(self._blocks[0]))
         self._active = self._streams(order, self.shuffle)
+        self._rows = 0  # the pass's rows so far
 
     def _take(self, streams):
         """The next batch of each stream, checked to hold as many rows: ``(X, y, rows)``
@@ -361,10 +384,19 @@ class LibSVMIter(DataIter):
 
     def _next_batch(self):
         X, y, n = self._take(self._active)
+        if not self._rows and n < self.batch_size:  # the pass's first batch is its last
+            what = f"data_libsvm={self._sources[0][0]!r}{self._part}"
+            if not n:
+                raise NetsError(f"LibSVMIter: {what} has no rows (only blank lines or "
+                                f"comments, or a part with no line start)")
+            raise NetsError(f"LibSVMIter: batch_size={self.batch_size} is larger than the {n} "
+                            f"rows of {what}: a batch would repeat them or be mostly padding; "
+                            f"give a batch_size of at most {n}")
+        self._rows += n
         if n == 0:
             return None
         xs, ys, pad = [X], [y], self.batch_size - n
-        if pad and self.round_batch:  # wrap around to the part's first rows (repeatedly)
+        if pad and self.round_batch:  # wrap around to the part's first rows
             hx, hy = self._first_rows()
             need = pad
             while need:

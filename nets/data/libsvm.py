@@ -40,7 +40,8 @@ from ..serialization import load_arrays, save_arrays, write_atomically
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
-__all__ = ["load_libsvm", "save_libsvm", "libsvm_width", "libsvm_blocks"]
+__all__ = ["load_libsvm", "save_libsvm", "libsvm_width", "libsvm_blocks", "LineTooLongError",
+           "max_line_bytes"]
 
 # load_libsvm reads and parses a file in blocks of this many bytes, then joins the blocks'
 # arrays. Blocks this small keep each block's text buffer and arrays within what malloc
@@ -50,12 +51,88 @@ LOAD_BLOCK = 8 << 20
 PART_BYTES = 1 << 20  # a block is parsed in ranges of at least this size, by all threads,
 MAX_PARTS = 16  # and in at most this many: enough for threads to balance a busy neighbour
 _NO_LIMIT = 2 ** 62
+MAX_LINE_BYTES = 64 << 20  # the longest line read by default (max_line_bytes)
+MAX_LINE_ENV = "NETS_MAX_LINE_BYTES"
+
+
+def max_line_bytes(value: Optional[int] = None) -> int:
+    """The longest line, in bytes, that the LibSVM readers take.
+
+    Parameters
+    ----------
+    value : int, optional
+        A reader's ``max_line_bytes`` argument: a positive integer. None: the environment
+        variable ``NETS_MAX_LINE_BYTES`` (a positive integer of bytes) if set and not
+        blank, else ``MAX_LINE_BYTES`` (64 MiB).
+
+    Returns
+    -------
+    int
+        The limit. A bad value raises ``NetsError`` naming the argument or the variable.
+
+    A line longer than the limit (its bytes before the ``'\\n'``) raises
+    ``LineTooLongError`` naming the file and the line: without a limit, text with no line
+    end (a binary file, a wrong path) would be held whole, in ever larger buffers, before
+    its first line could be parsed. Memory while reading stays within about the block size
+    plus the limit.
+    """
+    if value is not None:
+        return _positive(value, "max_line_bytes")
+    text = os.environ.get(MAX_LINE_ENV, "").strip()
+    if not text:
+        return MAX_LINE_BYTES
+    if not text.isdigit() or int(text) < 1:
+        raise NetsError(f"{MAX_LINE_ENV}={text!r}: expected a positive integer (the longest "
+                        f"line read, in bytes; unset: {MAX_LINE_BYTES})")
+    return int(text)
+
+
+class LineTooLongError(NetsError, ValueError):
+    """A line of a LibSVM file is longer than the readers' limit (``max_line_bytes``).
+    ``path``, ``line`` (1-based) and ``limit`` say which and what."""
+
+    def __init__(self, path: str, line: int, limit: int):
+        super().__init__(f"{path}, line {line}: longer than {limit} bytes, the longest line "
+                         f"read (raise it with max_line_bytes= or the environment variable "
+                         f"{MAX_LINE_ENV}; a file without line ends is not LibSVM text)")
+        self.path, self.line, self.limit = path, line, limit
+
+
+class _LongLine(Exception):
+    """``TextReader.blocks`` found a line longer than its limit; ``newlines``: the line ends
+    of the text before it that were not yet yielded."""
+
+    def __init__(self, newlines):
+        super().__init__(newlines)
+        self.newlines = newlines
+
+
+def _long_line(buf, limit):
+    """The line ends in ``buf`` (uint8) before the first of its lines (the last one may lack
+    its ``'\\n'``) longer than ``limit`` bytes, or None when none is. Reads ``buf`` a
+    mebibyte at a time: memory stays bounded."""
+    if len(buf) <= limit:
+        return None
+    start, count, step = 0, 0, 1 << 20  # (start: where the current line starts)
+    for lo in range(0, len(buf), step):
+        ends = np.flatnonzero(buf[lo:lo + step] == 10) + lo
+        if ends.size:
+            lengths = ends - np.concatenate(([start], ends[:-1] + 1))
+            long = np.flatnonzero(lengths > limit)
+            if long.size:
+                return count + int(long[0])
+            start, count = int(ends[-1]) + 1, count + ends.size
+        if min(lo + step, len(buf)) - start > limit:  # the current line is already longer
+            return count
+    return None
 
 
 class _Spec:
     """How to parse: kernel parameters derived from the user's arguments."""
 
-    def __init__(self, n_features, zero_based, dtype, multilabel=False, n_labels=None):
+    def __init__(self, n_features, zero_based, dtype, multilabel=False, n_labels=None,
+                 max_line=None):
+        self.max_line = max_line_bytes(max_line)
         self.dtype = as_dtype(dtype)
         if self.dtype.kind != "f":
             raise DTypeError(f"dtype={dtype!r}: LibSVM values are read as floats "
@@ -238,23 +315,32 @@ def _parse(buf, spec, name, lines_before, threads=None):
 
 # -- byte ranges of whole lines -------------------------------------------------------------
 
-def _line_start(f, pos, size):
-    """The first line start at or after byte ``pos`` of the open file ``f``."""
+def _line_start(f, pos, size, limit=_NO_LIMIT, name=None):
+    """The first line start at or after byte ``pos`` of the open file ``f`` (named ``name``
+    in errors); a line longer than ``limit`` bytes found on the way (more than ``limit``
+    bytes from ``pos - 1`` to its end) raises ``LineTooLongError``: the scan reads at most
+    ``limit`` bytes."""
     if pos <= 0:
         return 0
     f.seek(pos - 1)
     at = pos - 1
     while at < size:
         piece = f.read(1 << 16)
+        if not piece:
+            break
         k = piece.find(b"\n")
         if k >= 0:
             return at + k + 1
         at += len(piece)
+        if at - (pos - 1) > limit:
+            name = f.name if name is None else name
+            raise LineTooLongError(name, _count_lines(f.name, pos - 1) + 1, limit)
     return size
 
 
-def line_ranges(f: BinaryIO, size: int, begin: int, end: int,
-                block: int) -> List[Tuple[int, int]]:
+def line_ranges(f: BinaryIO, size: int, begin: int, end: int, block: int,
+                max_line: Optional[int] = None,
+                name: Optional[str] = None) -> List[Tuple[int, int]]:
     """Byte ranges of the whole lines of a file that start in bytes ``[begin, end)``.
 
     Cutting a file (or several, end to end) at byte positions this way partitions its lines,
@@ -270,15 +356,23 @@ def line_ranges(f: BinaryIO, size: int, begin: int, end: int,
         The byte range whose line starts are taken.
     block : int
         About how many bytes each range holds (a longer line makes its range longer).
+    max_line : int, optional
+        The longest line (``max_line_bytes``' default): a range then holds at most
+        ``block + max_line + 1`` bytes, and a longer line met while cutting raises
+        ``LineTooLongError`` (``read_blocks`` finds any other).
+    name : str, optional
+        The file's name in errors (default ``f.name``).
 
     Returns
     -------
     list of (int, int)
         ``[(lo, hi), ...]``, consecutive, non-empty.
     """
-    lo = _line_start(f, begin, size)
-    hi = _line_start(f, end, size)
-    starts = [lo] + [_line_start(f, b, size) for b in range(lo + block, hi, block)] + [hi]
+    limit = max_line_bytes(max_line)
+    lo = _line_start(f, begin, size, limit, name)
+    hi = _line_start(f, end, size, limit, name)
+    starts = [lo] + [_line_start(f, b, size, limit, name)
+                     for b in range(lo + block, hi, block)] + [hi]
     starts = [min(s, hi) for s in starts]
     return [(a, b) for a, b in zip(starts[:-1], starts[1:]) if b > a]
 
@@ -305,6 +399,7 @@ def read_blocks(path: str, spec: "_Spec", ranges: Sequence[Tuple[int, int]],
     ------
     (int, int, block)
         ``(lo, hi, parsed rows)`` of each range; ``block_arrays`` turns the rows into arrays.
+        A line longer than ``spec.max_line`` bytes raises ``LineTooLongError``.
     """
     name = path if name is None else name
     with open(path, "rb") as f:
@@ -314,6 +409,9 @@ def read_blocks(path: str, spec: "_Spec", ranges: Sequence[Tuple[int, int]],
             f.seek(lo)
             if f.readinto(buf) != hi - lo:
                 raise NetsError(f"{name}: the file changed while being read")
+            long = _long_line(buf, spec.max_line)
+            if long is not None:
+                raise LineTooLongError(name, _count_lines(path, lo) + long + 1, spec.max_line)
             yield lo, hi, _parse(buf, spec, name, functools.partial(_count_lines, path, lo))
 
 
@@ -417,12 +515,15 @@ class TextReader:
                 n += k
         return n
 
-    def blocks(self, block):
+    def blocks(self, block, max_line=None):
         """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
         line longer than that makes its array longer). The arrays are views of one buffer
         that each block is read into: an array is valid until the next one is asked for (the
         parser copies what it keeps), and a long file touches the buffer's pages once
-        instead of fresh memory for every block."""
+        instead of fresh memory for every block. A line longer than ``max_line`` bytes
+        (default: ``max_line_bytes()``) raises ``_LongLine`` (the line ends before it, of
+        the text not yet yielded): the buffer stays within ``block + max_line`` bytes."""
+        limit = max_line_bytes() if max_line is None else max_line
         buf, kept = np.empty(block, np.uint8), 0  # kept: a partial line's bytes, at the start
         while True:
             if len(buf) < kept + block:  # (a line longer than a block)
@@ -430,6 +531,9 @@ class TextReader:
                 grown[:kept] = buf[:kept]
                 buf = grown
             end = kept + self.readinto(buf[kept:kept + block])
+            long = _long_line(buf[:end], limit)
+            if long is not None:
+                raise _LongLine(long)
             if end < kept + block:  # the end of the text: its last line may lack a '\n'
                 if end:
                     yield buf[:end]
@@ -511,7 +615,7 @@ def _path(path, name="path"):
 def load_libsvm(path: Union[str, os.PathLike], n_features: Optional[int] = None,
                 zero_based: Union[bool, str] = "auto", dtype: DTypeLike = "float32",
                 multilabel: bool = False, query_id: bool = False, cache: bool = False,
-                progress: bool = False) -> tuple:
+                progress: bool = False, max_line_bytes: Optional[int] = None) -> tuple:
     """Read a LibSVM/svmlight file whole.
 
     Parameters
@@ -537,6 +641,10 @@ def load_libsvm(path: Union[str, os.PathLike], n_features: Optional[int] = None,
         (see below).
     progress : bool
         Show a tqdm bar of bytes (without a total for a stream or a compressed file).
+    max_line_bytes : int, optional
+        The longest line read, in bytes (default: the environment variable
+        ``NETS_MAX_LINE_BYTES``, else 64 MiB): a longer line raises ``LineTooLongError``
+        naming the file and the line (``nets.data.libsvm.max_line_bytes``).
 
     Returns
     -------
@@ -563,7 +671,7 @@ def load_libsvm(path: Union[str, os.PathLike], n_features: Optional[int] = None,
     Parsing runs on ``nets.get_num_threads()`` threads.
     """
     path = _path(path)
-    spec = _Spec(n_features, zero_based, dtype, multilabel)
+    spec = _Spec(n_features, zero_based, dtype, multilabel, max_line=max_line_bytes)
     with TextReader(path) as text:
         if cache and not text.regular:
             raise NetsError(f"{path}: cache=True needs a regular file, not a pipe, FIFO or "
@@ -593,7 +701,14 @@ def _parsed_blocks(text, spec, path, block, progress=False, threads=None):
     lines, read = 0, 0
     with _Progress(progress, text.st.st_size if plain else None,
                    os.path.basename(path)) as bar:
-        for buf in text.blocks(block):
+        texts = text.blocks(block, spec.max_line)
+        while True:
+            try:
+                buf = next(texts, None)
+            except _LongLine as e:
+                raise LineTooLongError(path, lines + e.newlines + 1, spec.max_line) from None
+            if buf is None:
+                break
             parsed = _parse(buf, spec, path, lines, threads)
             lines += parsed.newlines
             read += len(buf)
@@ -608,7 +723,8 @@ READ_BLOCK = 8 << 20  # libsvm_blocks' default block: a few training batches of 
 
 def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bool = True,
                   dtype: DTypeLike = "float32", block: int = READ_BLOCK,
-                  threads: Optional[int] = None) -> Iterator[Tuple[CSRNDArray, NDArray]]:
+                  threads: Optional[int] = None,
+                  max_line_bytes: Optional[int] = None) -> Iterator[Tuple[CSRNDArray, NDArray]]:
     """The rows of a LibSVM file as consecutive blocks, front to back, each parsed when the
     caller asks for it (the caller can use the first block while the file is still being
     read).
@@ -629,6 +745,8 @@ def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bo
     threads : int, optional
         At most this many threads parse a block (None: ``nets.get_num_threads()``), e.g.
         fewer while other threads train on the blocks.
+    max_line_bytes : int, optional
+        The longest line read, as for ``load_libsvm``.
 
     Yields
     ------
@@ -644,7 +762,7 @@ def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bo
         raise NetsError("n_features=None: libsvm_blocks needs the feature count")
     block = _positive(block, "block")  # (bytes)
     threads = None if threads is None else _positive(threads, "threads")
-    spec = _Spec(n_features, zero_based, dtype)
+    spec = _Spec(n_features, zero_based, dtype, max_line=max_line_bytes)
     with TextReader(path) as text:
         for parsed in _parsed_blocks(text, spec, path, block, threads=threads):
             yield block_arrays(parsed, spec, int(n_features))
@@ -654,7 +772,7 @@ SCAN_BLOCK = 16 << 20  # libsvm_width reads and parses this many bytes at a time
 
 
 def libsvm_width(path: Union[str, os.PathLike], zero_based: bool = True,
-                 progress: bool = False) -> int:
+                 progress: bool = False, max_line_bytes: Optional[int] = None) -> int:
     """The feature count of a LibSVM file, in bounded memory.
 
     It reads the file front to back in blocks of ``SCAN_BLOCK`` bytes, keeping none: memory
@@ -669,6 +787,8 @@ def libsvm_width(path: Union[str, os.PathLike], zero_based: bool = True,
         Whether indices count from 0 (True) or 1 (False).
     progress : bool
         Show a tqdm bar of bytes.
+    max_line_bytes : int, optional
+        The longest line read, as for ``load_libsvm``.
 
     Returns
     -------
@@ -679,7 +799,7 @@ def libsvm_width(path: Union[str, os.PathLike], zero_based: bool = True,
     path = _path(path)
     if zero_based not in (True, False):
         raise NetsError(f"zero_based={zero_based!r}: expected True or False")
-    spec = _Spec(None, zero_based, "float32")
+    spec = _Spec(None, zero_based, "float32", max_line=max_line_bytes)
     width = 0
     with TextReader(path) as text:
         for block in _parsed_blocks(text, spec, path, SCAN_BLOCK, progress):
@@ -844,7 +964,7 @@ def save_libsvm(path: Union[str, os.PathLike], X: Union[CSRNDArray, ArrayLike],
                             f"{qids.dtype} of shape {qids.shape}")
         qids = qids.astype(INDEX_DTYPE)
     if multilabel:
-        empty = np.flatnonzero((np.diff(y._indptr) == 0) & (np.diff(X._indptr) == 0)
+        empty = np.flatnonzero((np.diff(y.indptr_array) == 0) & (np.diff(X.indptr_array) == 0)
                                & (qids < 0 if qids.size else True))
         if empty.size:
             raise NetsError(f"row {empty[0]} has no label, qid or feature: a LibSVM line "
@@ -861,11 +981,11 @@ def _write_blocks(f, X, y, qids, multilabel, zero_based, step):
     for a in range(0, n, step):
         b = min(n, a + step)
         Xb = X[a:b]
-        vm, ve, vs = _decimals(Xb._data)
+        vm, ve, vs = _decimals(Xb.values)
         if multilabel:
             yb = y[a:b]
             lm = le = ls = np.zeros(0, INDEX_DTYPE)
-            lab_ptr, lab_ids = yb._indptr, yb._indices
+            lab_ptr, lab_ids = yb.indptr_array, yb.index_array
             width = 21 * len(lab_ids)
         else:
             lm, le, ls = _decimals(y[a:b])
@@ -873,7 +993,7 @@ def _write_blocks(f, X, y, qids, multilabel, zero_based, step):
             width = 0
         out = np.empty(64 * (Xb.nnz + (b - a)) + width, np.uint8)
         end = kernels.libsvm.write_rows(out, multilabel, lm, le, ls, lab_ptr, lab_ids,
-                                        qids[a:b], Xb._indptr, Xb._indices,
+                                        qids[a:b], Xb.indptr_array, Xb.index_array,
                                         0 if zero_based else 1, vm, ve, vs)
         f.write(out[:end])
 

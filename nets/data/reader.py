@@ -14,6 +14,7 @@ Its pieces, each used by both the reader and ``LibSVMIter``:
 """
 import os
 import queue
+import re
 import tempfile
 import threading
 import weakref
@@ -28,7 +29,7 @@ from ..base import NetsError
 from ..parallel import get_num_threads
 from ..random import generator
 from .libsvm import (TextReader, _path, _positive, _Spec, block_arrays, libsvm_blocks,
-                     libsvm_width, line_ranges, load_libsvm, read_blocks)
+                     libsvm_width, line_ranges, load_libsvm, max_line_bytes, read_blocks)
 
 __all__ = ["LibSVMReader", "StreamWidthError", "rebatch", "read_mode", "available_memory",
            "libsvm_files", "Background", "READS"]
@@ -62,8 +63,8 @@ def libsvm_files(source: Source, name: str = "source") -> List[str]:
     ----------
     source : str, path-like, or a list of them
         A path (a regular file, or a stream such as a FIFO or ``/dev/stdin``), a directory
-        (its regular, non-hidden files, sorted by name), a list of those, or MXNet's
-        ``'a;b'`` list of paths.
+        (its regular files sorted by name, except nets' own: see below), a list of those, or
+        MXNet's ``'a;b'`` list of paths.
     name : str
         The argument's name in error messages.
 
@@ -71,18 +72,34 @@ def libsvm_files(source: Source, name: str = "source") -> List[str]:
     -------
     list of str
         The paths. A missing path raises ``NetsError`` naming ``name`` and the path.
+
+    A directory's files skip what nets itself leaves there, which is never data (a file
+    named explicitly is read whatever its name): hidden files (a name starting with ``.``,
+    such as the temporary file ``.<file>.<pid>.<hex>.tmp`` of a write killed mid-way), the
+    ``<file>.<pid>.<hex>.tmp`` temporaries of older nets versions, and ``load_libsvm``'s
+    parse caches ``<file>.nets.npz``.
     """
     if isinstance(source, (list, tuple)):
         return [f for s in source for f in libsvm_files(s, name)]
     path = _path(source, name)
     if os.path.isdir(path):
         return [os.path.join(path, f) for f in sorted(os.listdir(path))
-                if not f.startswith(".") and os.path.isfile(os.path.join(path, f))]
+                if not _nets_own(f) and os.path.isfile(os.path.join(path, f))]
     if not os.path.exists(path) and ";" in path:
         return [f for s in path.split(";") if s for f in libsvm_files(s, name)]
     if not os.path.exists(path):
         raise NetsError(f"{name}={path!r}: no such file or directory")
     return [path]
+
+
+_OLD_TEMPORARY = re.compile(r".+\.[0-9]+\.[0-9a-f]{8}\.tmp")  # write_atomically's, before
+
+
+def _nets_own(name):
+    """Whether a folder's file ``name`` is one nets leaves there that is not data: hidden
+    (``write_atomically``'s temporaries among them), an older temporary, a parse cache."""
+    return (name.startswith(".") or name.endswith(".nets.npz")
+            or _OLD_TEMPORARY.fullmatch(name) is not None)
 
 
 def readable(paths, source, name, spools):
@@ -123,10 +140,11 @@ def remove_files(paths):
             pass
 
 
-def part_ranges(files, num_parts, part_index, block):
+def part_ranges(files, num_parts, part_index, block, max_line=None):
     """``[(path, file to read, (lo, hi)), ...]``: the byte ranges of whole lines, of about
     ``block`` bytes each, of part ``part_index`` when the ``files`` (``readable``'s), end to
-    end, are cut into ``num_parts`` equal byte ranges."""
+    end, are cut into ``num_parts`` equal byte ranges; a line longer than ``max_line``
+    (``max_line_bytes``' default) met while cutting raises ``LineTooLongError``."""
     sizes = [os.path.getsize(read) for _, read in files]
     total = sum(sizes)
     begin, end = part_index * total // num_parts, (part_index + 1) * total // num_parts
@@ -136,7 +154,8 @@ def part_ranges(files, num_parts, part_index, block):
         if hi > lo:
             try:
                 with open(read, "rb") as f:
-                    out += [(path, read, r) for r in line_ranges(f, size, lo, hi, block)]
+                    out += [(path, read, r) for r in line_ranges(f, size, lo, hi, block,
+                                                                 max_line, path)]
             except OSError as e:
                 raise NetsError(f"{path}: cannot read ({e.strerror})") from None
         offset += size
@@ -164,7 +183,7 @@ def take_rows(arr, idx):
         return arr[int(idx[0]):int(idx[-1]) + 1]
     if arr.stype == "csr":
         return nd.take(arr, NDArray(idx))
-    return NDArray(arr._np[idx], arr.context)
+    return NDArray(arr.values[idx], arr.context)
 
 
 def stack_rows(pieces):
@@ -173,7 +192,7 @@ def stack_rows(pieces):
         return pieces[0]
     if pieces[0].stype == "csr":
         return nd.concat(*pieces, dim=0)
-    return NDArray(np.concatenate([p._np for p in pieces]), pieces[0].context)
+    return NDArray(np.concatenate([p.values for p in pieces]), pieces[0].context)
 
 
 # -- batches -----------------------------------------------------------------------------------
@@ -228,6 +247,11 @@ def _widened(X, n_features):
     if X.shape[1] == n_features:
         return X
     return nd.sparse.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+
+
+def _max_line(value):
+    """A reader's ``max_line_bytes`` argument, resolved (``libsvm.max_line_bytes``)."""
+    return max_line_bytes(value)
 
 
 # -- memory or stream --------------------------------------------------------------------------
@@ -299,7 +323,8 @@ class LibSVMReader:
     ----------
     source : str, path-like, or a list of them
         A file (regular, compressed with gzip, bzip2 or xz, or a stream: a pipe, a FIFO,
-        ``/dev/stdin``), a folder (its non-hidden files in name order), a list of those, or
+        ``/dev/stdin``), a folder (its files in name order, skipping hidden files, nets'
+        temporaries and ``*.nets.npz`` parse caches: ``libsvm_files``), a list of those, or
         MXNet's ``'a;b'``; the files are read one after the other as one.
     batch_size : int
         Rows per batch.
@@ -324,6 +349,10 @@ class LibSVMReader:
         letting each block go once its batches are used (a second pass raises ``NetsError``).
     block_bytes : int, optional
         Bytes of text parsed at a time (default ``BLOCK_BYTES``).
+    max_line_bytes : int, optional
+        The longest line read, in bytes (default: the environment variable
+        ``NETS_MAX_LINE_BYTES``, else 64 MiB): a longer line raises ``LineTooLongError``
+        naming the file and the line.
 
     Attributes
     ----------
@@ -339,7 +368,7 @@ class LibSVMReader:
 
     def __init__(self, source: Source, batch_size: int, n_features: Optional[int] = None,
                  read: str = "auto", zero_based: bool = True, keep: bool = True,
-                 block_bytes: Optional[int] = None):
+                 block_bytes: Optional[int] = None, max_line_bytes: Optional[int] = None):
         self.batch_size = _positive(batch_size, "batch_size")
         if n_features is not None:
             n_features = _positive(n_features, "n_features")
@@ -348,6 +377,7 @@ class LibSVMReader:
         if not isinstance(keep, bool):
             raise NetsError(f"keep={keep!r}: expected True or False")
         block = _positive(BLOCK_BYTES if block_bytes is None else block_bytes, "block_bytes")
+        self._max_line = max_line = _max_line(max_line_bytes)
         self.source, self.zero_based, self.keep = source, zero_based, keep
         self.files = libsvm_files(source)
         self.mode = read_mode(read, [self.files])
@@ -360,11 +390,13 @@ class LibSVMReader:
                 for path in self.files:
                     if not os.path.isfile(path):
                         raise StreamWidthError(path)
-                n_features = max(libsvm_width(path, zero_based) for path in self.files)
+                n_features = max(libsvm_width(path, zero_based, max_line_bytes=max_line)
+                                 for path in self.files)
             self._ranges = part_ranges(readable(self.files, source, "source", self._spools),
-                                       1, 0, block)
+                                       1, 0, block, max_line)
         elif n_features is None:  # the width is the files': read them whole
-            data = [load_libsvm(path, zero_based=zero_based) for path in self.files]
+            data = [load_libsvm(path, zero_based=zero_based, max_line_bytes=max_line)
+                    for path in self.files]
             n_features = max([X.shape[1] for X, _ in data] or [0])
             self._blocks = [(_widened(X, n_features), y) for X, y in data]
             self.num_batches = -(-sum(X.shape[0] for X, _ in data) // self.batch_size)
@@ -380,7 +412,8 @@ class LibSVMReader:
         threads = get_num_threads()
         blocks = (b for path in self.files
                   for b in libsvm_blocks(path, n_features, self.zero_based, block=block,
-                                         threads=max(1, threads - 1)))
+                                         threads=max(1, threads - 1),
+                                         max_line_bytes=self._max_line))
         return blocks if threads == 1 else Background(blocks, name="nets-parse")
 
     @property
@@ -420,7 +453,7 @@ class LibSVMReader:
             yield batch
 
     def _stream_pass(self):
-        spec = _Spec(self._width, self.zero_based, "float32")
+        spec = _Spec(self._width, self.zero_based, "float32", max_line=self._max_line)
         return rebatch(range_blocks(self._ranges, spec, self._width), self.batch_size)
 
     def close(self) -> None:

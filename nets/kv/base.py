@@ -31,6 +31,8 @@ Key = int | str
 Keys = Key | Sequence[Key]
 Arrays = NDArray | Sequence[NDArray] | Sequence[NDArray | Sequence[NDArray]]
 
+STATS = ("calls", "bytes_sent", "bytes_received")  # the counts of ``KVStore.stats``
+
 DIST_BACKEND = "nets.kv.dist"  # the module that registers DIST_NAMES (imports Ray)
 
 _REGISTRY = {}
@@ -169,6 +171,7 @@ class KVStore:
         self._type = name
         self._key_kind = None  # int or str, fixed by the first key the store sees
         self._warned = set()  # keys whose ignored row_sparse pull was reported
+        self._stats = dict.fromkeys(STATS, 0)
 
     # -- description ---------------------------------------------------------------------
     @property
@@ -193,6 +196,33 @@ class KVStore:
         naming the workers that did not arrive within ``NETS_KV_TIMEOUT`` seconds."""
 
     _barrier = barrier
+
+    def stats(self) -> dict[str, int]:
+        """What this worker's store calls moved since it was made or ``reset_stats``
+        (a nets addition): ``calls``, the calls to the servers (one per server a
+        ``push``, ``pull``, ``pushpull`` or row pull of several keys reaches; a
+        ``Trainer.step`` is one per server), and ``bytes_sent``/``bytes_received``, the
+        bytes of the arrays those calls carried (values, and row ids of row_sparse ones
+        and of row requests; Ray's framing of a message, a few hundred bytes, is not
+        counted). A local store moves nothing: all 0. Barriers, ``set_optimizer`` and
+        the states' save and load are not counted.
+
+        Returns
+        -------
+        dict
+            ``{'calls': int, 'bytes_sent': int, 'bytes_received': int}`` (a copy).
+
+        Examples
+        --------
+        >>> kv.reset_stats()
+        >>> trainer.step(batch_size)
+        >>> kv.stats()["bytes_received"]  # this worker's answer of one step
+        """
+        return dict(self._stats)
+
+    def reset_stats(self) -> None:
+        """Set every count of ``stats`` to 0."""
+        self._stats = dict.fromkeys(STATS, 0)
 
     def is_capable(self, capability: str) -> bool:
         """Whether the store supports ``capability``.
@@ -537,14 +567,39 @@ class KVStore:
         """
         self._start_pull_rows(self._rows_work(key, out, row_ids)).wait()
 
-    def _prefetch_rows(self, key, out, row_ids):
-        """Start ``row_sparse_pull(key, out=out, row_ids=row_ids)`` without waiting for it;
-        returns its ``Pending``: ``wait()`` fills the outs (raising what the pull raised,
-        naming the keys). A pending pull is ordered after this worker's pushes made
-        before it (it sees their updates, as ``row_sparse_pull`` at this point would) and
-        before those made after; one never waited for writes nothing and holds nothing
-        once dropped. ``Module.prepare`` prefetches the next batch's rows with it."""
+    def prefetch_rows(self, key: Keys, out: Arrays,
+                      row_ids: NDArray | Sequence[NDArray | Sequence[NDArray]]) -> Pending:
+        """Start ``row_sparse_pull(key, out=out, row_ids=row_ids)`` without waiting for it
+        (a nets addition).
+
+        A pending pull is ordered after this worker's pushes made before it (it sees their
+        updates, as ``row_sparse_pull`` at this point would) and before those made after;
+        one never waited for writes nothing and holds nothing once dropped.
+        ``Module.prepare`` prefetches the next batch's rows with it.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            As for ``row_sparse_pull``.
+        out : RowSparseNDArray or list of them, or a list with one such entry per key
+            As for ``row_sparse_pull``; filled by ``wait()``.
+        row_ids : NDArray, or a list (one entry per key) of an NDArray or a list of them
+            As for ``row_sparse_pull``.
+
+        Returns
+        -------
+        Pending
+            Its ``wait()`` fills the ``out`` arrays, raising what the pull raised (naming
+            the keys).
+
+        Raises
+        ------
+        NetsError
+            What ``row_sparse_pull`` raises for these arguments (checked at once).
+        """
         return self._start_pull_rows(self._rows_work(key, out, row_ids))
+
+    _prefetch_rows = prefetch_rows  # TRANSITION: the old name, for callers not yet renamed
 
     def _rows_work(self, key, out, row_ids):
         """``[(key, out, row_ids)]`` of ``row_sparse_pull``'s arguments, checked."""
@@ -587,14 +642,21 @@ class KVStore:
         """Reduce and apply each ``(key, [arrays])``."""
         raise NotImplementedError
 
-    def _push_changed(self, pairs):
+    def _push_changed(self, pairs, asks=None):
         """``_push(pairs)`` that also returns, for each key in order, what its push changed
         in the held value: ``(rows, array)``, the sorted row ids an optimizer's lazy update
         wrote and a row_sparse array of those rows after the update, or ``(None, array)``,
         the whole value after the update, when any row may have changed. It waits for the
         update (under ``dist_sync``: the round's, after every worker pushed), so ``rows``
         are every row the store changed; a worker that applied each result to a copy that
-        equalled the store keeps it equal (``nets.kv.training``)."""
+        equalled the store keeps it equal (``nets.kv.training``).
+
+        ``asks`` (None, or per pair None or sorted unique int64 row ids) are the rows the
+        worker holds of each key: a backend may answer only those (``rows`` then the
+        changed rows among them, ``(None, array)`` then the value's rows among them,
+        row_sparse), so that a worker receives what it asked for and not the rows other
+        workers changed elsewhere (the distributed store does; the local store, whose one
+        worker changed every row, answers all)."""
         raise NotImplementedError
 
     def _pull(self, pairs, ignore_sparse):
@@ -609,7 +671,7 @@ class KVStore:
 
     def _start_pull_rows(self, triples):
         """Start filling each row_sparse ``out`` of ``(key, out, row_ids)`` with those rows;
-        returns a ``Pending`` whose ``wait()`` completes it (see ``_prefetch_rows``)."""
+        returns a ``Pending`` whose ``wait()`` completes it (see ``prefetch_rows``)."""
         raise NotImplementedError
 
     def set_optimizer(self, optimizer: object) -> None:

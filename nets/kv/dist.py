@@ -15,7 +15,7 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
   applied, so a pull after a push sees the round's update.
 - ``pushpull``: one call per server that pushes and answers the pull once the push is
   applied (``_pushpull``); the worker waits for it.
-- ``row_sparse_pull`` (and its prefetch, ``_prefetch_rows``) is ordered on the servers:
+- ``row_sparse_pull`` (and its prefetch, ``prefetch_rows``) is ordered on the servers:
   each request carries the number of pushes of its key this worker made, and the server
   answers once they are applied; the worker waits only when it takes the rows.
 - ``set_optimizer``: rank 0 sends a copy of the optimizer to the servers (its
@@ -132,6 +132,8 @@ class DistKVStore(KVStore):
         a call ``(server, ObjectRef, segments)``. A server on this machine gets the large
         arrays through shared memory (``nets.kv.transport``; ``segments`` are the
         call's), another through Ray's message (``segments`` None)."""
+        self._stats["calls"] += 1
+        self._stats["bytes_sent"] += _payload(args)
         if not self._near[server]:
             return server, self._servers[server].call.remote((method, args, None, None)), None
         args, path, reply, segs = self._pool.request(args)
@@ -146,8 +148,10 @@ class DistKVStore(KVStore):
             if self._pool is not None:
                 self._pool.discard(_segments(calls))
             raise
-        return [answer if segs is None else self._pool.answer(answer, segs, copy)
-                for (_, _, segs), answer in zip(calls, got)]
+        got = [answer if segs is None else self._pool.answer(answer, segs, copy)
+               for (_, _, segs), answer in zip(calls, got)]
+        self._stats["bytes_received"] += _payload(got)
+        return got
 
     def _calls(self, method, requests, what, *args):
         """Call ``method(*args, list)`` once per server with the list of that server's
@@ -229,14 +233,23 @@ class DistKVStore(KVStore):
                            self._invoke(server, "push", self._rank, items, hyper, False))
                           for server, items in by_server.items()]
 
-    def _push_changed(self, pairs):
+    def _push_changed(self, pairs, asks=None):
+        """``KVStore._push_changed``; each server answers, of the rows the round changed,
+        only those of ``asks`` (per pair: sorted unique row ids, or None for all), routed
+        to it with the push: what a worker receives does not grow with the workers."""
         self._check_push(pairs)
         by_server, where = self._shards(pairs)
         hyper = self._hyper()
         servers = list(by_server)
+        routed = {s: [None] * len(by_server[s]) for s in servers}
+        for (key, _), ask, shards in zip(pairs, asks or [None] * len(pairs), where):
+            if ask is not None:
+                for (_, server, at), (_, _, ids) in zip(shards,
+                                                        self._layouts[key].route(ask)):
+                    routed[server][at] = ids
         answers = dict(zip(servers, self._results(
-            [self._invoke(s, "push", self._rank, by_server[s], hyper, True) for s in servers],
-            "push")))
+            [self._invoke(s, "push", self._rank, by_server[s], hyper, True, routed[s])
+             for s in servers], "push")))
         out = []
         for (key, _), shards in zip(pairs, where):
             got = [(lo, answers[server][at]) for lo, server, at in shards]
@@ -323,8 +336,8 @@ class DistKVStore(KVStore):
             shards = iter(self._answers(calls, len(requests), what))
             for key, out, _ in triples:
                 layout = self._layouts[key]
-                out._assign(join([(lo, unpack(next(shards))) for _, lo, _ in layout.parts],
-                                 layout.shape))
+                out.assign_result(join([(lo, unpack(next(shards)))
+                                        for _, lo, _ in layout.parts], layout.shape))
         pending = Pending(finish)
         # a pull dropped unanswered: its segments are removed, never reused
         segs = _segments([c for _, c in calls])
@@ -432,6 +445,23 @@ class _Templates:
     def __getitem__(self, key):
         dtype, stype = self._kinds[key]
         return zeros(self._layouts[key].shape, dtype=dtype, stype=stype)
+
+
+def _payload(obj, seen=None):
+    """Bytes of the numpy arrays in ``obj`` (nested lists, tuples and dicts), each array
+    counted once (a call carries an array met twice once): what a call carries besides
+    its few scalars and Ray's own framing."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, np.ndarray):
+        if id(obj) in seen:
+            return 0
+        seen.add(id(obj))
+        return obj.nbytes
+    if isinstance(obj, (list, tuple)):
+        return sum(_payload(o, seen) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_payload(o, seen) for o in obj.values())
+    return 0
 
 
 def _segments(calls):

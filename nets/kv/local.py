@@ -25,7 +25,8 @@ def rows_of(value, rows):
     into a row_sparse array (rows a row_sparse value does not hold stay absent)."""
     if value.stype == "row_sparse":
         return stored_rows(value, rows)
-    return RowSparseNDArray(np.take(value._np, rows, axis=0), rows, value.shape, value.context)
+    return RowSparseNDArray(np.take(value.values, rows, axis=0), rows, value.shape,
+                            value.context)
 
 
 @register
@@ -59,8 +60,8 @@ class LocalKVStore(KVStore):
         for key, arrays in pairs:
             self._apply(key, arrays)
 
-    def _push_changed(self, pairs):
-        self._check_push(pairs)
+    def _push_changed(self, pairs, asks=None):
+        self._check_push(pairs)  # (one worker: every changed row is among its asks)
         return [self._changed(key, self._apply(key, arrays)) for key, arrays in pairs]
 
     def _apply(self, key, arrays):
@@ -105,8 +106,8 @@ class LocalKVStore(KVStore):
                               "out")
         for key, out, row_ids in triples:
             value = self._values[key]
-            rows = unique_rows(row_ids._np, value.shape[0], "row_sparse_pull", "row_ids")
-            out._assign(rows_of(value, rows))
+            rows = unique_rows(row_ids.values, value.shape[0], "row_sparse_pull", "row_ids")
+            out.assign_result(rows_of(value, rows))
         return Pending()
 
     # -- optimizer and compression -------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..arrays import aligned
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..optim import Record, Updater
-from .local import LocalKVStore
+from .local import LocalKVStore, rows_of
 from .shard import generate, pack, unpack
 from .transport import Maps
 
@@ -75,8 +75,29 @@ async def _wait(cond, predicate, timeout, describe):
 
 
 def _pack_changed(result):
-    """``(rows, array)`` of ``LocalKVStore._push_changed`` made picklable (or None)."""
-    return None if result is None else (result[0], pack(result[1]))
+    """``(rows, array)`` of ``LocalKVStore._push_changed`` made picklable (or None); the
+    changed rows are the packed array's own row ids (one array, sent once)."""
+    if result is None:
+        return None
+    packed = pack(result[1])
+    return None if result[0] is None else packed[2], packed
+
+
+def _asked(result, ask):
+    """The part of a packed ``(rows, array)`` answer (``_pack_changed``'s) that a worker
+    asked for: with ``ask`` (sorted unique shard-local row ids) the rows of ``ask`` only -
+    of the changed rows ``(rows & ask, those rows)``, of a whole value ``(None, its ask
+    rows, row_sparse)``; ``ask`` None: all of it."""
+    if ask is None or result is None:
+        return result
+    rows, packed = result
+    if rows is None:
+        return None, pack(rows_of(unpack(packed), np.asarray(ask, np.int64)))
+    _, data, indices, shape = packed
+    at = np.minimum(np.searchsorted(ask, indices), max(len(ask) - 1, 0))
+    hit = ask[at] == indices if len(ask) else np.zeros(len(indices), bool)
+    indices = indices[hit]
+    return indices, ("row_sparse", data[hit], indices, shape)
 
 
 def _missing(arrived, num_workers):
@@ -167,7 +188,7 @@ class Server:
         if hyper is not None and self.updater is not None:
             self.updater.optimizer.rescale_grad, self.updater.optimizer.lr = hyper
 
-    async def push(self, rank, items, hyper, changed=False):
+    async def push(self, rank, items, hyper, changed=False, asks=None):
         """Worker ``rank``'s pushes ``items``: ``[(key, round_no, packed shard)]``, the
         ``round_no``-th push of each key by that worker (see the module's docstring),
         served concurrently (so that workers listing keys in different orders do not wait
@@ -175,14 +196,16 @@ class Server:
         to the server's copy (Trainer sets ``rescale_grad`` per batch size). With
         ``changed``, returns for each item what its update changed in the shard, packed
         (``LocalKVStore._push_changed``: ``(rows, array)``; under ``dist_sync`` the
-        round's, the same for every worker of the round)."""
+        round's), cut to the rows the worker asks for: ``asks`` gives, per item, sorted
+        unique shard-local row ids or None (every changed row); see ``_asked``."""
         self._set_hyper(hyper)  # (dist_sync sets it again when it applies a round)
+        asks = asks or [None] * len(items)
         results = await asyncio.gather(*[self._push_one(key, rank, round_no, packed, hyper,
-                                                        changed)
-                                         for key, round_no, packed in items])
+                                                        changed, ask)
+                                         for (key, round_no, packed), ask in zip(items, asks)])
         return results if changed else None
 
-    async def _push_one(self, key, rank, round_no, packed, hyper, changed):
+    async def _push_one(self, key, rank, round_no, packed, hyper, changed, ask=None):
         array = unpack(packed)
         state = self.rounds.setdefault(key, _Round())
         if not self.sync:
@@ -190,7 +213,7 @@ class Server:
                 if not self.updating:
                     raise NetsError("dist_async: a push is applied on arrival and needs an "
                                     "optimizer; call set_optimizer before pushing")
-                return _pack_changed(self._apply(key, [array], changed))
+                return _asked(_pack_changed(self._apply(key, [array], changed)), ask)
             finally:
                 async with self.changed:
                     state.applied[rank] = state.applied.get(rank, 0) + 1
@@ -233,7 +256,7 @@ class Server:
         entry[1] -= 1
         if not entry[1]:
             del state.results[round_no]
-        return entry[0]
+        return _asked(entry[0], ask)
 
     def _apply(self, key, arrays, changed):
         """Apply the sum of ``arrays`` to ``key``; with ``changed``, return what changed."""
@@ -257,7 +280,7 @@ class Server:
         for key, _ in items:
             value = self.store._known(key, "pull")
             if value.stype == "default":
-                out.append(value._np)
+                out.append(value.values)
                 continue
             o = NDArray(aligned.empty(value.shape, value.dtype))
             self.store.pull(key, out=o, ignore_sparse=False)

@@ -72,10 +72,8 @@ def pack(array, copy=True):
     or with ``copy=False`` views of the array's buffers, for a caller that serializes the
     description before the array can change (a call's arguments, which Ray serializes
     when the call is made)."""
-    if array.stype == "row_sparse":
-        data, indices = array._data, array._indices
-    else:
-        data, indices = array._np, None
+    data = array.values
+    indices = array.index_array if array.stype == "row_sparse" else None
     if copy:
         data, indices = data.copy(), None if indices is None else indices.copy()
     if indices is not None:

@@ -13,11 +13,17 @@ What a worker's copy of a weight the store updates holds (``update_on_kvstore``)
   first push reaches the store before every worker has its initial copy: MXNet has no
   such wait, and a slow worker there may start from weights another one already updated.
 - ``step`` pushes a step's gradients in one call (one per server) that returns what the
-  update changed: with an optimizer's lazy update of a row_sparse gradient, only the
-  updated rows (under ``dist_sync`` the union of every worker's rows of the round), else
-  the whole value. Each copy applies them. A dense weight therefore stays equal to the
-  store's, every row, at the cost of the rows the step changed; a row_sparse weight holds
-  the rows it held and the rows its gradient updated, equal to the store's.
+  update changed among the rows the copy holds - a worker receives only rows it asked
+  for: a row_sparse weight asks for the rows it held and the rows its gradient updated
+  (sent with the push), and receives those of them the update changed (under
+  ``dist_sync`` any worker's update of the round); a dense weight holds every row, so it
+  receives every row the update changed (under ``dist_sync`` the union of every worker's
+  rows of the round), or the whole value when any row may have changed. Each copy
+  applies its answer: a dense weight stays equal to the store's, every row; a row_sparse
+  weight holds the rows it held and the rows its gradient updated, equal to the store's.
+  A worker whose row_sparse weight holds only its batch's rows (``row_sparse_data`` or
+  ``Module.prepare`` before each batch) so sends and receives per step what its batch
+  names, whatever the number of workers.
 - ``dist_async`` is stale by design (MXNet's): a push is applied on arrival, and its
   answer carries the rows this worker's update changed, as they are after it; rows that
   only other workers' pushes changed keep the value this worker last received.
@@ -78,41 +84,54 @@ def step(store, items):
     module's docstring)."""
     if not items:
         return
-    changed = store._push_changed([(k, [g]) for k, g, _ in items])
-    for (_, grad, weight), (rows, value) in zip(items, changed):
+    keeps = [_kept_rows(weight, grad) if weight.stype == "row_sparse" else None
+             for _, grad, weight in items]
+    changed = store._push_changed([(k, [g]) for k, g, _ in items],
+                                  [None if keep is None else keep[0] for keep in keeps])
+    for (_, grad, weight), keep, (rows, value) in zip(items, keeps, changed):
         if weight.stype != "row_sparse":
             if rows is None:
                 weight[:] = value
             else:
                 weight[rows] = value.data
         else:
-            _merge_rows(weight, grad, rows, value)
+            _merge_rows(weight, grad, rows, value, keep)
 
 
-def _merge_rows(weight, grad, rows, value):
-    """Make row_sparse ``weight`` hold the rows it held and those ``grad`` updated, with
-    the values ``value`` carries for the changed ``rows`` (every row when ``rows`` is None)
-    and its own for the others (which the update did not change). Every id list here is
-    sorted and unique (array indices, the store's answer): one linear merge, no check."""
-    held = weight._indices
-    touched = grad._indices if grad.stype == "row_sparse" \
+def _kept_rows(weight, grad):
+    """``(keep, held_at)``: the rows row_sparse ``weight`` holds after a step, those it
+    held and those ``grad`` updated (sorted unique), and where its held rows are among
+    them. They are the rows the step asks the store for."""
+    held = weight.index_array
+    touched = grad.index_array if grad.stype == "row_sparse" \
         else np.arange(weight.shape[0], dtype=held.dtype)
     keep, held_at, _ = union_rows(held, touched)
+    return keep, held_at
+
+
+def _merge_rows(weight, grad, rows, value, kept=None):
+    """Make row_sparse ``weight`` hold the rows it held and those ``grad`` updated
+    (``kept``: ``_kept_rows(weight, grad)`` when made already), with the values ``value``
+    carries for the changed ``rows`` (every row when ``rows`` is None) and its own for the
+    others (which the update did not change). Every id list here is sorted and unique
+    (array indices, the store's answer): one linear merge, no check."""
+    held = weight.index_array
+    keep, held_at = _kept_rows(weight, grad) if kept is None else kept
     if rows is None:
-        weight._assign(rows_of(value, keep))
+        weight.assign_result(rows_of(value, keep))
         return
     # Each kept row is read from one source row: the answer's for a changed row, else the
     # weight's (a row neither holds stays zero). The answer's rows are placed among the
     # kept ones by a second linear merge (rows only other workers changed fall outside).
-    changed = value._indices
+    changed = value.index_array
     both, keep_at, changed_at = union_rows(keep, changed)
-    source = np.concatenate((weight._data, value._data,
-                             np.zeros((1,) + weight._data.shape[1:], weight.dtype)))
+    source = np.concatenate((weight.values, value.values,
+                             np.zeros((1,) + weight.values.shape[1:], weight.dtype)))
     pick = np.full(len(both), len(source) - 1)
     pick[keep_at[held_at]] = np.arange(len(held))
     pick[changed_at] = np.arange(len(held), len(held) + len(changed))
     data = np.take(source, pick[keep_at], axis=0)
-    weight._assign(RowSparseNDArray(data, keep, weight.shape, weight.context))
+    weight.assign_result(RowSparseNDArray(data, keep, weight.shape, weight.context))
 
 
 def reduce_grads(store, items):

@@ -101,19 +101,23 @@ def _copy_in(buf, arrays):
 def _read(obj, mapping, copy=True):
     """``obj`` with each ``_Staged`` entry replaced by its array in the buffer that
     ``mapping()`` gives (called at the first entry: not at all when there is none): a
-    fresh aligned copy, or (``copy=False``) a writable view of the buffer."""
-    buf = None
+    fresh aligned copy, or (``copy=False``) a writable view of the buffer. An array staged
+    once for two entries (``_stage``) is read once: both entries get the same array."""
+    buf, seen = None, {}
 
     def get(o):
         nonlocal buf
         if not isinstance(o, _Staged):
             return o
+        if o.offset in seen:
+            return seen[o.offset]
         if buf is None:
             buf = mapping()
         dtype = np.dtype(o.dtype)
         view = np.frombuffer(buf, dtype, int(np.prod(o.shape, dtype=np.int64)),
                              o.offset).reshape(o.shape)
-        return aligned.copy(view) if copy else view
+        got = seen[o.offset] = aligned.copy(view) if copy else view
+        return got
     return _walk(obj, get)
 
 

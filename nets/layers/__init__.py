@@ -5,8 +5,9 @@ from .containers import HybridLambda, HybridSequential, Lambda, Sequential
 from .embedding import Embedding
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
 from .sparse import FullyConnectedSparse, SparseEmbedding
+from .symbol_block import SymbolBlock
 
 __all__ = ["Activation", "Block", "DeferredInitializationError", "Dense", "Dropout",
            "Embedding", "Flatten", "FullyConnectedSparse", "HybridBlock", "HybridLambda",
            "HybridSequential", "Lambda", "Parameter", "ParameterDict", "Sequential",
-           "SparseEmbedding"]
+           "SparseEmbedding", "SymbolBlock"]

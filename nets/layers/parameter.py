@@ -17,18 +17,20 @@ import numpy as np
 
 from .. import autograd
 from .. import init as init_mod
-from ..base import NetsError, ShapeError, as_dtype, current_context
+from ..base import NetsError, ShapeError, StorageTypeError, as_dtype, current_context
 from ..arrays.creation import array, zeros_sparse
 from ..serialization import check_stored
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
+    from ..symbol import Symbol
+
     from ..arrays import NDArray
     from ..base import Context
     from ..init import Initializer
 
-__all__ = ["Parameter", "ParameterDict", "DeferredInitializationError"]
+__all__ = ["Parameter", "ParameterDict", "DeferredInitializationError", "ParameterStypeError"]
 
 _GRAD_REQS = ("write", "add", "null")
 
@@ -39,6 +41,11 @@ class DeferredInitializationError(NetsError):
 
 def _shape_known(shape):
     return shape is not None and all(d > 0 for d in shape)
+
+
+class ParameterStypeError(StorageTypeError, AssertionError):
+    """An unknown storage type given to ``Parameter`` (also an ``AssertionError``, which
+    MXNet raised)."""
 
 
 class Parameter:
@@ -74,8 +81,12 @@ class Parameter:
         False gives no gradient (``grad_req`` is then ``'null'``).
     stype : {'default', 'row_sparse', 'csr'}, default 'default'
         The weight's storage type.
-    grad_stype : {'default', 'row_sparse', 'csr'}, default 'default'
-        The gradient's storage type (a row_sparse weight needs ``'row_sparse'``).
+    grad_stype : {'default', 'row_sparse', 'csr'}, optional
+        The gradient's storage type (a row_sparse weight needs ``'row_sparse'``); default
+        ``'row_sparse'`` for a row_sparse weight, else ``'default'``.
+
+    An unknown ``stype`` or ``grad_stype`` raises ``ParameterStypeError`` (a
+    ``StorageTypeError`` that is also an ``AssertionError``, MXNet's exception).
     """
 
     def __init__(self, name: str, grad_req: str = "write",
@@ -83,11 +94,13 @@ class Parameter:
                  lr_mult: float = 1.0, wd_mult: float = 1.0,
                  init: Initializer | str | None = None, allow_deferred_init: bool = False,
                  differentiable: bool = True, stype: str = "default",
-                 grad_stype: str = "default"):
+                 grad_stype: str | None = None):
+        if grad_stype is None:  # MXNet's Parameter(stype='row_sparse') without grad_stype
+            grad_stype = "row_sparse" if stype == "row_sparse" else "default"
         for arg, value in (("stype", stype), ("grad_stype", grad_stype)):
             if value not in ("default", "row_sparse", "csr"):
-                raise NetsError(f"Parameter {name!r}: {arg}={value!r}; expected 'default', "
-                                f"'row_sparse' or 'csr'")
+                raise ParameterStypeError(f"Parameter {name!r}: {arg}={value!r}; expected "
+                                          f"'default', 'row_sparse' or 'csr'")
         if stype == "row_sparse" and grad_stype != "row_sparse":
             raise NetsError(f"Parameter {name!r}: a row_sparse weight needs "
                             f"grad_stype='row_sparse' (got {grad_stype!r})")
@@ -273,6 +286,24 @@ class Parameter:
         if self._data.grad is None:
             raise NetsError(f"Parameter {self.name!r} has no gradient (grad_req='null')")
         return self._data.grad
+
+    def var(self) -> Symbol:
+        """This parameter as a symbol variable (MXNet's ``Parameter.var()``): named
+        ``name``, declaring its shape, dtype, storage types, ``lr_mult``, ``wd_mult`` and
+        initializer, made once and kept.
+
+        Returns
+        -------
+        Symbol
+            The variable.
+        """
+        from ..symbol import Variable
+        if getattr(self, "_var", None) is None:
+            shape = self.shape if self.shape is not None and _shape_known(self.shape) else None
+            self._var = Variable(self.name, shape=shape, dtype=self.dtype,
+                                 lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                 stype=self.stype, grad_stype=self.grad_stype)
+        return self._var
 
     def list_grad(self) -> list[NDArray]:
         """``[grad()]`` (one device).

@@ -442,7 +442,7 @@ class Module(BaseModule):
                 outs.append(weight)
                 ids_list.append(ids)
         if keys:
-            self._rows_pending = self._kvstore._prefetch_rows(keys, outs, ids_list)
+            self._rows_pending = self._kvstore.prefetch_rows(keys, outs, ids_list)
 
     def _take_rows(self):
         """Wait for ``prepare``'s pull (if one is pending): the weights hold its rows."""

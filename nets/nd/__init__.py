@@ -1,5 +1,6 @@
 """``nets.nd`` (MXNet's ``mx.nd``/``mx.ndarray``): arrays, array creation and every
-operator in one namespace, with ``nets.nd.sparse`` and ``nets.nd.random``.
+operator in one namespace, with ``nets.nd.sparse``, ``nets.nd.random`` and
+``nets.nd.contrib``.
 
 A face only: the arrays are ``nets.arrays`` (the array floor), the operators
 ``nets.ops`` (and ``Custom``, of ``nets.operator``), ``save``/``load``
@@ -19,7 +20,8 @@ from ..ops import __all__ as _op_names
 from ..operator import Custom
 from ..ops.registry import OPS as _OPS
 from ..serialization import load, save
-from . import random, sparse  # the faces below, not the floor's modules of those names
+from . import contrib, random, sparse  # the faces below, not the floor's modules of those names
+from ..arrays.random import normal as random_normal, uniform as random_uniform
 
 
 def waitall() -> None:
@@ -54,7 +56,8 @@ INTERNAL_NAMES = {"_square_sum": "square_sum", "_sparse_retain": "retain",
                   "_power": "power", "_Power": "power", "_mod": "modulo",
                   "_equal": "equal", "_not_equal": "not_equal", "_greater": "greater",
                   "_greater_equal": "greater_equal", "_lesser": "lesser",
-                  "_lesser_equal": "lesser_equal"}
+                  "_lesser_equal": "lesser_equal",
+                  "_sparse_adagrad_update": "adagrad_update"}
 
 
 def internal_namespace(functions: dict[str, _Callable], doc: str) -> _types.ModuleType:
@@ -87,4 +90,7 @@ _internal = internal_namespace(globals(), "MXNet's ``mx.nd._internal``: the oper
 
 __all__ = ["NDArray", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "array", "zeros",
            "ones", "full", "empty", "arange", "from_numpy", "waitall", "concatenate", "save",
-           "load", "random", "sparse", "Custom"] + list(_op_names)
+           "load", "random", "sparse", "contrib", "Custom", "uniform", "normal",
+           "random_uniform", "random_normal"] + list(_op_names)
+
+uniform, normal = random_uniform, random_normal  # MXNet's older names of the samplers

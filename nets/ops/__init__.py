@@ -7,7 +7,8 @@ classes import nothing above them.
 import sys as _sys
 
 from . import (dot as _dot_mod, elemwise, indexing, joining, methods, nn, ordering, output,
-               reduce, reshaping, slicing, sparse_ops, unary)
+               reduce, reshaping, slicing, sparse_ops, unary, update)
+from . import contrib  # noqa: F401  (MXNet's contrib operators: nets.nd.contrib, nets.sym.contrib)
 from .dot import *
 from .elemwise import *
 from .indexing import *
@@ -22,10 +23,11 @@ from .reshaping import *
 from .slicing import *
 from .sparse_ops import *
 from .unary import *
+from .update import *
 
 __all__ = sorted(set(_dot_mod.__all__ + elemwise.__all__ + indexing.__all__ + joining.__all__
                      + nn.__all__ + ordering.__all__ + output.__all__ + reduce.__all__
                      + reshaping.__all__ + slicing.__all__ + sparse_ops.__all__
-                     + unary.__all__))
+                     + unary.__all__ + update.__all__))
 
 methods.install(_sys.modules[__name__])

@@ -8,7 +8,7 @@ from ..base import FLOAT_DTYPES, DTypeError, ShapeError
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
-from .registry import Op
+from .registry import Op, get_op
 from .reshaping import reshape
 
 __all__ = ["dot"]
@@ -22,7 +22,8 @@ def _matmul(a, b):
         return kernels.dense.outer(a[:, 0], b[0])
     return a @ b
 
-dot = Op("dot", ("lhs", "rhs"), {"transpose_a": False, "transpose_b": False}, doc="""\
+dot = Op("dot", ("lhs", "rhs"), {"transpose_a": False, "transpose_b": False,
+                                 "forward_stype": None}, doc="""\
 Dot product ``op(lhs) . op(rhs)``, ``op(x)`` being ``x.T`` when ``transpose_a``/``transpose_b``.
 
 Dense operands follow MXNet: 1-D . 1-D is the inner product (shape ``(1,)``), 2-D the matrix
@@ -53,11 +54,16 @@ Every combination runs natively and no sparse operand is densified: ``csr . dens
 ``dense . csr`` reuses them through ``a . b = (b.T . a.T).T``; ``csr . csr`` is scipy; a
 row_sparse operand is reduced to its stored rows, gathering or scattering the matching
 rows/columns of the other operand.
+
+``forward_stype`` ('default', 'csr' or 'row_sparse'; MXNet's argument) casts the output
+to that storage type instead of the rule above; None keeps the rule.
 """, entrywise=False)
 
 
 @dot.infer
-def _(lhs, rhs, transpose_a, transpose_b):
+def _(lhs, rhs, transpose_a, transpose_b, forward_stype=None):
+    if forward_stype is not None:
+        return forward_stype
     if (lhs == rhs == "csr") or (rhs == "csr" and not transpose_b):
         return "csr"
     if (lhs == "csr" and transpose_a) or (lhs == "row_sparse" and not transpose_a):
@@ -79,7 +85,7 @@ def _(ins, attrs):
 
 
 @dot.grad_stype
-def _(lhs, rhs, transpose_a, transpose_b):
+def _(lhs, rhs, transpose_a, transpose_b, forward_stype=None):
     """The stypes of the vjp's products (``g`` in the output's stype): ``dot(csr, W)``
     gives ``W`` a row_sparse gradient, and a csr ``lhs`` a dense one (MXNet's: what
     ``simple_bind`` allocates for a csr variable). A csr leaf whose own gradient slot is
@@ -87,7 +93,7 @@ def _(lhs, rhs, transpose_a, transpose_b):
     stored values, of its pattern (``nets.autograd``'s delivery rule)."""
     def out(a, b, ta, tb):
         return dot.infer_stype(a, b, transpose_a=ta, transpose_b=tb)[0]
-    g = out(lhs, rhs, transpose_a, transpose_b)
+    g = forward_stype or out(lhs, rhs, transpose_a, transpose_b)
     return (out(rhs, g, transpose_b, True) if transpose_a else out(g, rhs, False, not transpose_b),
             out(g, lhs, True, transpose_a) if transpose_b else out(lhs, g, not transpose_a, False))
 
@@ -103,10 +109,22 @@ def _shape_error(lhs, rhs, transpose_a, transpose_b, why):
                       f"rhs {rhs.stype} {rhs.shape} (transpose_b={transpose_b})")
 
 
+def _as_forward_stype(out, forward_stype):
+    """The product ``out`` cast to ``forward_stype`` (None: kept)."""
+    if forward_stype is None or out.stype == forward_stype:
+        return out
+    if forward_stype not in ("default", "csr", "row_sparse"):
+        raise ValueError(f"dot: forward_stype={forward_stype!r}; expected 'default', 'csr' "
+                         f"or 'row_sparse'")
+    return get_op("cast_storage").compute((out,), {"stype": forward_stype})[0]
+
+
 @dot.impl("default", "default")
-def _(lhs, rhs, transpose_a, transpose_b):
+def _(lhs, rhs, transpose_a, transpose_b, forward_stype=None):
+    if forward_stype not in (None, "default"):
+        return _as_forward_stype(_product(lhs, rhs, transpose_a, transpose_b), forward_stype)
     _check_dtypes(lhs, rhs)
-    a, b = lhs._np, rhs._np
+    a, b = lhs.values, rhs.values
     if a.ndim == 0 or b.ndim == 0:
         raise _shape_error(lhs, rhs, transpose_a, transpose_b, "operands must be at least 1-D")
     # MXNet's view: lhs as (free, k) or (k, free) with transpose_a; rhs as (k, free)/(free, k)
@@ -127,7 +145,10 @@ def _sparse_impl(*patterns):
     """Register ``fn`` for each stype pair of ``patterns``, after the checks every product
     with a sparse operand needs (2-D operands of one dtype, matching contracted sizes)."""
     def register(fn):
-        def impl(lhs, rhs, transpose_a, transpose_b):
+        def impl(lhs, rhs, transpose_a, transpose_b, forward_stype=None):
+            if forward_stype is not None:
+                return _as_forward_stype(impl(lhs, rhs, transpose_a, transpose_b),
+                                         forward_stype)
             _check_dtypes(lhs, rhs)
             if lhs.ndim != 2 or rhs.ndim != 2:
                 raise _shape_error(lhs, rhs, transpose_a, transpose_b,
@@ -167,40 +188,42 @@ def _(lhs, rhs, ta, tb):
 @_sparse_impl(("row_sparse", "default"), ("row_sparse", "csr"), ("row_sparse", "row_sparse"))
 def _(lhs, rhs, ta, tb):
     """A row_sparse ``lhs`` reduced to its stored rows."""
-    rows = NDArray(lhs._data, lhs.context)
+    rows = NDArray(lhs.values, lhs.context)
     if not ta:  # lhs rows are output rows
-        return _scatter_rows(_product(rows, rhs, False, tb), lhs._indices, lhs.shape[0])
+        return _scatter_rows(_product(rows, rhs, False, tb), lhs.index_array, lhs.shape[0])
     # lhs rows are contracted: only the matching rows of op(rhs) count
-    return _product(rows, _take(rhs, lhs._indices, axis=1 if tb else 0), True, tb)
+    return _product(rows, _take(rhs, lhs.index_array, axis=1 if tb else 0), True, tb)
 
 
 @_sparse_impl(("default", "row_sparse"), ("csr", "row_sparse"))
 def _(lhs, rhs, ta, tb):
     """A row_sparse ``rhs`` reduced to its stored rows."""
-    rows = NDArray(rhs._data, rhs.context)
+    rows = NDArray(rhs.values, rhs.context)
     if tb:  # rhs rows are output columns
-        return _scatter_cols(_product(lhs, rows, ta, True), rhs._indices, rhs.shape[0])
-    return _product(_take(lhs, rhs._indices, axis=0 if ta else 1), rows, ta, False)
+        return _scatter_cols(_product(lhs, rows, ta, True), rhs.index_array, rhs.shape[0])
+    return _product(_take(lhs, rhs.index_array, axis=0 if ta else 1), rows, ta, False)
 
 
 def _csr_dense(x, w, ta, tb):
     """``op(x) . op(w)`` for CSR ``x`` and dense ``w``."""
-    parts, w, ctx = (x._indptr, x._indices, x._data), w._np, x.context
+    w, ctx = w.values, x.context
     if not ta:
         if tb:  # (w . x.T).T: w is (n, k), the FullyConnected weight layout
-            out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), *parts).T
+            out = kernels.csr.dense_csr_t(np.ascontiguousarray(w), x.indptr_array,
+                                          x.index_array, x.values).T
             return NDArray(np.ascontiguousarray(out), ctx)
         out = np.zeros((x.shape[0], w.shape[1]), w.dtype)
         return NDArray(_csr_dense_into(x, w, out), ctx)
-    cols, block = kernels.csr.csr_t_dense(x._indptr, x._indices, x._data,  # touched columns
-                                          np.ascontiguousarray(w.T if tb else w), x.shape[1])
+    cols, block = kernels.csr.csr_t_dense(  # touched columns
+        x.indptr_array, x.index_array, x.values, np.ascontiguousarray(w.T if tb else w),
+        x.shape[1])
     return RowSparseNDArray(block, cols, (x.shape[1], block.shape[1]), ctx)
 
 
 def _csr_dense_into(x, w, out):
     """``out += x . w`` for CSR ``x`` and numpy ``w`` (``out`` C-contiguous, of ``w``'s
     dtype), the cores sharing its rows; returns ``out``."""
-    w, parts = np.ascontiguousarray(w), (x._indptr, x._indices, x._data)
+    w, parts = np.ascontiguousarray(w), (x.indptr_array, x.index_array, x.values)
     parallel.parallel_for(lambda lo, hi: kernels.csr.csr_dense(*parts, w, out, lo, hi),
                           len(out), work=x.nnz * w.shape[1])
     return out
@@ -209,8 +232,8 @@ def _csr_dense_into(x, w, out):
 def _transpose(x):
     """Transpose a dense result, or a row_sparse one into the CSR of its stored columns."""
     if x.stype == "default":
-        return NDArray(np.ascontiguousarray(x._np.T), x.context)
-    block, cols = x._data, x._indices
+        return NDArray(np.ascontiguousarray(x.values.T), x.context)
+    block, cols = x.values, x.index_array
     rows, n = x.shape[1], len(cols)
     return CSRNDArray(np.ascontiguousarray(block.T).reshape(-1), np.tile(cols, rows),
                       np.arange(rows + 1, dtype=np.int64) * n, (rows, x.shape[0]), x.context)
@@ -229,24 +252,24 @@ def _take(x, idx, axis):
         return x
     shape = (len(idx), x.shape[1]) if axis == 0 else (x.shape[0], len(idx))
     if x.stype == "default":
-        return NDArray(np.take(x._np, idx, axis=axis), x.context)
+        return NDArray(np.take(x.values, idx, axis=axis), x.context)
     if x.stype == "row_sparse":
         if axis == 1:
-            return RowSparseNDArray(x._data[:, idx], x._indices, shape, x.context)
-        pos, found = _lookup(x._indices, idx)
-        return RowSparseNDArray(x._data[pos[found]], np.flatnonzero(found), shape, x.context)
+            return RowSparseNDArray(x.values[:, idx], x.index_array, shape, x.context)
+        pos, found = _lookup(x.index_array, idx)
+        return RowSparseNDArray(x.values[pos[found]], np.flatnonzero(found), shape, x.context)
     if axis == 0:
-        start, count = x._indptr[idx], np.diff(x._indptr)[idx]
+        start, count = x.indptr_array[idx], np.diff(x.indptr_array)[idx]
         indptr = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(count, out=indptr[1:])
         pick = np.repeat(start - indptr[:-1], count) + np.arange(indptr[-1])
-        return CSRNDArray(x._data[pick], x._indices[pick], indptr, shape, x.context)
+        return CSRNDArray(x.values[pick], x.index_array[pick], indptr, shape, x.context)
     # columns: look each column up in idx, drop absent ones, renumber to positions in idx
-    pos, found = _lookup(idx, x._indices)
+    pos, found = _lookup(idx, x.index_array)
     if found.all():  # nothing to drop (idx holds every column x stores): the pattern stays
-        return CSRNDArray(x._data, pos, x._indptr, shape, x.context)
+        return CSRNDArray(x.values, pos, x.indptr_array, shape, x.context)
     kept = np.concatenate(([0], np.cumsum(found)))
-    return CSRNDArray(x._data[found], pos[found], kept[x._indptr], shape, x.context)
+    return CSRNDArray(x.values[found], pos[found], kept[x.indptr_array], shape, x.context)
 
 
 def _lookup(table, keys):
@@ -270,21 +293,21 @@ def _scatter_rows(x, rows, n_rows):
     """A result for the stored rows of a row_sparse lhs, placed at ``rows`` of ``n_rows``."""
     shape = (n_rows, x.shape[1])
     if x.stype == "default":
-        return RowSparseNDArray(x._np, rows.copy(), shape, x.context)  # never alias an input
+        return RowSparseNDArray(x.values, rows.copy(), shape, x.context)  # never alias an input
     count = np.zeros(n_rows, np.int64)
-    count[rows] = np.diff(x._indptr)
-    return CSRNDArray(x._data, x._indices, np.concatenate(([0], np.cumsum(count))), shape,
+    count[rows] = np.diff(x.indptr_array)
+    return CSRNDArray(x.values, x.index_array, np.concatenate(([0], np.cumsum(count))), shape,
                       x.context)
 
 
 def _scatter_cols(x, cols, n_cols):
     """A result for the stored rows of a transposed row_sparse rhs, placed at columns ``cols``."""
-    src = x._np if x.stype == "default" else x._data
+    src = x.values
     out = np.zeros((src.shape[0], n_cols), src.dtype)
     out[:, cols] = src
     if x.stype == "default":
         return NDArray(out, x.context)
-    return RowSparseNDArray(out, x._indices, (x.shape[0], n_cols), x.context)
+    return RowSparseNDArray(out, x.index_array, (x.shape[0], n_cols), x.context)
 
 
 def _csr_values_grad(x, w, g, ta, tb):
@@ -297,7 +320,7 @@ def _csr_values_grad(x, w, g, ta, tb):
     rows, cols = (w, g) if ta else (g, w)
     rows, cols = np.ascontiguousarray(rows), np.ascontiguousarray(cols)
     out = np.empty(x.nnz, g.dtype)
-    indptr, indices = x._indptr, x._indices
+    indptr, indices = x.indptr_array, x.index_array
     parallel.parallel_for(
         lambda lo, hi: kernels.csr.csr_sampled_dot(indptr, indices, rows, cols, out, lo, hi),
         x.shape[0], work=x.nnz * g.shape[1])
@@ -330,7 +353,7 @@ def _(node, g):
     da = db = None
     if (a.stype == "csr" and b.stype == g.stype == "default"
             and node.leaf_grad_stype(0) == "csr"):
-        da = _csr_values_grad(a, b._np, g._np, ta, tb)
+        da = _csr_values_grad(a, b.values, g.values, ta, tb)
     elif node.parents[0] is not None:  # (None: a constant, no gradient)
         da = dot(b2, g2, transpose_a=tb, transpose_b=True) if ta else \
             dot(g2, b2, transpose_b=not tb)

@@ -18,18 +18,22 @@ zero rule         csr op csr,            sparse op dense,         anything else
 ``union``         that stype: entries    dense, native: f of the  dense fallback
 (f(0, 0) == 0)    stored in either       dense operand and zero,
                                          sparse values scattered
-``left``          dense fallback         sparse lhs, dense rhs:   dense fallback
-(divide)                                 the lhs's stype and
-                                         pattern (0 / rhs is 0);
-                                         dense lhs: dense, native
+``left``          dense fallback         ``broadcast_div``: a     dense fallback
+(divide)                                 sparse lhs keeps its
+                                         stype and pattern (0 /
+                                         rhs is 0); otherwise
+                                         dense, native
 none              dense fallback         dense, native (same)     dense fallback
 ================  =====================  =======================  ======================
 
 A dense operand of a sparse one is read only at the stored entries (``_dense_at``): a
 row or column vector scaling a csr matrix is a gather of ``v[indices]`` or a repeat of
 ``v`` over each row's entries, O(nnz), as MXNet's ``broadcast_mul``/``broadcast_div``
-of csr by a vector (which keep csr, as here). ``left`` follows MXNet's csr / dense:
-an unstored entry stays 0 even where the divisor is 0 (numpy's 0 / 0 is nan).
+of csr by a vector (which keep csr, as here). ``broadcast_div`` of a sparse lhs by a
+dense rhs follows MXNet's csr by a vector: an unstored entry stays 0 even where the
+divisor is 0. ``elemwise_div(sparse, dense)`` (and ``sparse / dense`` of the same shape,
+which the ``/`` operator and ``divide`` send to it) is dense and holds numpy's ``0 / x``
+where the lhs stores nothing: ``0 / 0 = nan``, ``0 / x = 0`` (MXNet's and scipy's).
 
 A sparse operand's unstored entries are exact zeros, so with ``intersection``
 ``0 * inf == 0`` (MXNet and scipy agree). Native sparse paths need the sparse operand(s)
@@ -40,7 +44,8 @@ explicit zeros, as in MXNet: dropping them would cost another pass.
 
 Array with scalar: the rule of ``nets.ops.unary`` on ``f(0, scalar)``: ``rsp * 2`` and
 ``csr / 2`` keep the stype, ``rsp + 1`` is dense (filled natively), ``csr + 0`` keeps
-csr, ``csr / 0`` falls back (0 / 0 is nan).
+csr. Division by a scalar keeps a sparse stype whatever the scalar, unstored entries
+staying 0: ``csr / 0`` is csr with inf/nan only at stored entries (MXNet and scipy.sparse).
 
 Gradients: each row's derivative columns (``df/dlhs``, ``df/drhs``: a number, a formula
 of nets operators in the operands and the output, or None) serve its array and scalar
@@ -64,12 +69,20 @@ from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from .registry import REQUIRED, RECORDER, Op, all_same_shape, shape_attr
-from .unary import as_dense, declare_vjp, map_op, positions, with_values
+from .unary import as_dense, declare_vjp, map_op, positions
 
 __all__ = []  # extended below from the table
 
 UNION, INTERSECTION, LEFT = "union", "intersection", "left"
 _SAME_SHAPE = ("add", "sub", "mul", "div")  # the stems that also get elemwise_<stem>
+
+def _div_keeping(y, b):
+    """``y / b`` keeping a sparse ``y``'s stype (``broadcast_div``; ``/`` of one shape would
+    be dense): the output gradient of a division by ``b``."""
+    if isinstance(y, NDArray) and isinstance(b, NDArray) and y.stype != "default":
+        return nd.broadcast_div(y, b)
+    return y / b
+
 
 _BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, f, zero rule,
     # then df/dlhs, df/drhs: a number, None or a formula of lhs a, rhs b and y = f(a, b)
@@ -78,7 +91,7 @@ _BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, 
     ("multiply", "mul", "mul", "mul", np.multiply, INTERSECTION,
      lambda a, b, y: b, lambda a, b, y: a),
     ("divide", "div", "div", "rdiv", np.divide, LEFT,
-     lambda a, b, y: 1 / b, lambda a, b, y: -y / b),
+     lambda a, b, y: 1 / b, lambda a, b, y: -_div_keeping(y, b)),
     ("modulo", "mod", "mod", "rmod", np.mod, None, 1, lambda a, b, y: -nd.floor(a / b)),
     ("power", "power", "power", "rpower", np.power, None,
      lambda a, b, y: b * a ** (b - 1), lambda a, b, y: y * _log(a)),
@@ -102,9 +115,11 @@ _STORAGE = {
                   "sparse operand with a dense one keeps the sparse stype",
     UNION: "csr/row_sparse with the same stype keeps it (entries stored in either); a sparse "
            "operand with a dense one gives dense natively",
-    LEFT: "a sparse lhs with a dense rhs keeps the lhs's stype and pattern (unstored entries "
-          "stay 0, also where rhs is 0: MXNet's rule); a dense lhs with a sparse rhs gives "
-          "dense natively; two sparse operands fall back to dense",
+    LEFT: "broadcast_div: a sparse lhs with a dense rhs keeps the lhs's stype and pattern "
+          "(unstored entries stay 0, also where rhs is 0: MXNet's csr-by-vector rule); "
+          "elemwise_div: a sparse lhs with a dense rhs gives dense natively, 0 / 0 = nan and "
+          "0 / x = 0 where the lhs stores nothing (MXNet, scipy); a dense lhs with a sparse "
+          "rhs gives dense natively; two sparse operands fall back to dense",
     None: "two sparse operands fall back to dense; a sparse operand with a dense one gives "
           "dense natively",
 }
@@ -126,7 +141,7 @@ def _np_sum_to(a, shape):
 
 @_sum_to.impl("default")
 def _(data, shape):
-    return NDArray(_np_sum_to(data._np, shape), data.context)
+    return NDArray(_np_sum_to(data.values, shape), data.context)
 
 
 @_sum_to.vjp
@@ -141,7 +156,7 @@ def _unbroadcast(grad, x):
         return grad
     grad = as_dense(grad)
     if RECORDER.get() is None:
-        return NDArray(_np_sum_to(grad._np, x.shape), grad.context)
+        return NDArray(_np_sum_to(grad.values, x.shape), grad.context)
     return _sum_to(grad, shape=x.shape)
 
 
@@ -175,14 +190,14 @@ def _sparse_dense(fn, keep_sparse, lhs, rhs):
     sparse_left = lhs.stype != "default"
     s, d = (lhs, rhs) if sparse_left else (rhs, lhs)
     dtype = np.result_type(lhs.dtype, rhs.dtype)
-    at = _dense_at(s, d._np)
-    values = (_apply(fn, s._data, at, dtype) if sparse_left
-              else _apply(fn, at, s._data, dtype))
-    if values.shape != s._data.shape:  # (a dense operand of one element)
-        values = np.ascontiguousarray(np.broadcast_to(values, s._data.shape))
+    at = _dense_at(s, d.values)
+    values = (_apply(fn, s.values, at, dtype) if sparse_left
+              else _apply(fn, at, s.values, dtype))
+    if values.shape != s.values.shape:  # (a dense operand of one element)
+        values = np.ascontiguousarray(np.broadcast_to(values, s.values.shape))
     if keep_sparse:
-        return with_values(s, values)
-    dense = np.broadcast_to(d._np, s.shape)
+        return s.with_values(values)
+    dense = np.broadcast_to(d.values, s.shape)
     at = positions(s)
     zero = np.zeros((), s.dtype)
     out = _apply(fn, zero, dense, dtype) if sparse_left else _apply(fn, dense, zero, dtype)
@@ -197,12 +212,12 @@ def _dense_at(s, v):
     scaling csr ``s`` reads ``v[indices]`` or repeats ``v`` over each row's entries)."""
     v = v.reshape((1,) * (len(s.shape) - v.ndim) + v.shape)
     if s.stype == "row_sparse":  # stored values: (stored rows,) + shape[1:]
-        return v if v.shape[0] == 1 else v[s._indices]
+        return v if v.shape[0] == 1 else v[s.index_array]
     rows, cols = v.shape
     if rows == 1:
-        return v[0] if cols == 1 else v[0, s._indices]
+        return v[0] if cols == 1 else v[0, s.index_array]
     column = v[:, 0]
-    return np.repeat(column, np.diff(s._indptr)) if cols == 1 else v[positions(s)]
+    return np.repeat(column, np.diff(s.indptr_array)) if cols == 1 else v[positions(s)]
 
 
 def _sparse_sparse(fn, zeros, a, b):
@@ -210,19 +225,19 @@ def _sparse_sparse(fn, zeros, a, b):
     from .. import kernels
     dtype = np.result_type(a.dtype, b.dtype)
     csr = a.stype == "csr"
-    ptrs = [x._indptr if csr else np.array([0, len(x._indices)], np.int64) for x in (a, b)]
+    ptrs = [x.indptr_array if csr else np.array([0, len(x.index_array)], np.int64) for x in (a, b)]
     if zeros == UNION:
         indptr, indices, a_pos, b_pos = kernels.elemwise.union_pattern(
-            ptrs[0], a._indices, ptrs[1], b._indices)
-        av = np.zeros((len(indices),) + a._data.shape[1:], a.dtype)
-        bv = np.zeros((len(indices),) + b._data.shape[1:], b.dtype)
-        av[a_pos], bv[b_pos] = a._data, b._data
+            ptrs[0], a.index_array, ptrs[1], b.index_array)
+        av = np.zeros((len(indices),) + a.values.shape[1:], a.dtype)
+        bv = np.zeros((len(indices),) + b.values.shape[1:], b.dtype)
+        av[a_pos], bv[b_pos] = a.values, b.values
         data = _apply(fn, av, bv, dtype)
     else:
         indptr, a_sel, b_sel = kernels.elemwise.intersect_pattern(
-            ptrs[0], a._indices, ptrs[1], b._indices)
-        data = _apply(fn, a._data[a_sel], b._data[b_sel], dtype)
-        indices = a._indices[a_sel]
+            ptrs[0], a.index_array, ptrs[1], b.index_array)
+        data = _apply(fn, a.values[a_sel], b.values[b_sel], dtype)
+        indices = a.index_array[a_sel]
     if csr:
         return CSRNDArray(data, indices, indptr, a.shape, a.context)
     return RowSparseNDArray(data, indices, a.shape, a.context)
@@ -249,7 +264,7 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
         if zeros == INTERSECTION and "default" in (lhs, rhs):
             return lhs if rhs == "default" else rhs
         if zeros == LEFT and rhs == "default":
-            return lhs
+            return lhs if broadcast else "default"
         return "default"
 
     def run(lhs, rhs):
@@ -257,14 +272,14 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
             if lhs.shape != rhs.shape:
                 _out_shape(name, lhs, rhs, broadcast)  # raises unless they broadcast
             dtype = lhs.dtype if lhs.dtype == rhs.dtype else np.result_type(lhs.dtype, rhs.dtype)
-            return NDArray(_apply(fn, lhs._np, rhs._np, dtype), lhs.context)
+            return NDArray(_apply(fn, lhs.values, rhs.values, dtype), lhs.context)
         shape = _out_shape(name, lhs, rhs, broadcast)
         if any(x.stype != "default" and x.shape != shape for x in (lhs, rhs)):
             return NotImplemented  # a sparse operand would be broadcast: fallback
         if lhs.stype == rhs.stype:
             return _sparse_sparse(fn, zeros, lhs, rhs)
-        return _sparse_dense(fn, zeros == INTERSECTION or (zeros == LEFT and rhs.stype ==
-                                                           "default"), lhs, rhs)
+        return _sparse_dense(fn, zeros == INTERSECTION or (
+            zeros == LEFT and rhs.stype == "default" and broadcast), lhs, rhs)
 
     patterns = [("default", "default")]
     for st in ("csr", "row_sparse"):
@@ -285,11 +300,12 @@ def dispatchers(lookup):
     found by ``lookup(op name)``: the operators themselves here, their symbol builders
     in ``nets.sym``."""
     return {name: _public(name, fn, lookup(f"broadcast_{stem}"), lookup(f"_{sstem}_scalar"),
-                          lookup(f"_{rstem}_scalar"))
-            for name, stem, sstem, rstem, fn, *_ in _BINARY}
+                          lookup(f"_{rstem}_scalar"),
+                          lookup(f"elemwise_{stem}") if zeros == LEFT else None)
+            for name, stem, sstem, rstem, fn, zeros, *_ in _BINARY}
 
 
-def _public(name, fn, array_op, scalar_op, rscalar_op):
+def _public(name, fn, array_op, scalar_op, rscalar_op, same_shape_op=None):
     scalar_ops = sorted({scalar_op.name, rscalar_op.name})
 
     def public(lhs, rhs):
@@ -297,6 +313,10 @@ def _public(name, fn, array_op, scalar_op, rscalar_op):
             return fn(lhs, rhs) if _is_scalar(lhs) else scalar_op(lhs, scalar=float(rhs))
         if _is_scalar(lhs):
             return rscalar_op(rhs, scalar=float(lhs))
+        if (same_shape_op is not None and isinstance(lhs, NDArray) and lhs.stype != "default"
+                and isinstance(rhs, NDArray) and rhs.stype == "default"
+                and lhs.shape == rhs.shape):
+            return same_shape_op(lhs, rhs)  # `rsp / dense`: elementwise, numpy's 0 / 0
         return array_op(lhs, rhs)
     public.__name__ = public.__qualname__ = name
     public.__doc__ = (f"``{name}(lhs, rhs)`` elementwise, an array or a scalar on either side: "
@@ -306,7 +326,7 @@ def _public(name, fn, array_op, scalar_op, rscalar_op):
     return public
 
 
-def _scalar_op(stem, fn, reflected, d):
+def _scalar_op(stem, fn, reflected, d, keeps_zeros=False):
     """``_<stem>_scalar``: ``fn`` of the array and ``scalar``; ``d`` is the row's
     derivative w.r.t. the array's side (``df/drhs`` when ``reflected``)."""
     expr = f"{fn.__name__}(scalar, data)" if reflected else f"{fn.__name__}(data, scalar)"
@@ -316,7 +336,8 @@ def _scalar_op(stem, fn, reflected, d):
         grad = ((lambda x, y, scalar: d(scalar, x, y)) if reflected else
                 (lambda x, y, scalar: d(x, scalar, y)))
     return map_op(f"_{stem}_scalar", f, {"scalar": REQUIRED},
-                  f"Elementwise ``{expr}`` with a Python scalar ``scalar``.", grad)
+                  f"Elementwise ``{expr}`` with a Python scalar ``scalar``.", grad,
+                  keeps_zeros=keeps_zeros)
 
 
 def _declare(name, stem, sstem, rstem, fn, zeros, dl, dr):
@@ -334,7 +355,7 @@ def _declare(name, stem, sstem, rstem, fn, zeros, dl, dr):
 
 
 # Private operators (MXNet's _internal), not in __all__: _plus_scalar, _rminus_scalar, ...
-SCALAR_OPS = {f"_{sstem}_scalar": _scalar_op(sstem, fn, False, dl)
+SCALAR_OPS = {f"_{sstem}_scalar": _scalar_op(sstem, fn, False, dl, keeps_zeros=sstem == "div")
               for _, _, sstem, _, fn, _, dl, _ in _BINARY}
 SCALAR_OPS.update({f"_{rstem}_scalar": _scalar_op(rstem, fn, True, dr)  # f(scalar, x)
                    for _, _, _, rstem, fn, _, _, dr in _BINARY

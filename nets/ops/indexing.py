@@ -40,7 +40,7 @@ def _int_indices(x, op, name="indices"):
 
     (MXNet truncates float indices silently; a fractional index is a bug upstream.)
     """
-    a = x._np
+    a = x.values
     if a.dtype.kind not in "iub":
         bad = np.flatnonzero(~np.isfinite(a) | (a != np.trunc(a)))
         if bad.size:
@@ -127,20 +127,20 @@ def _(a, indices, axis, mode):
     axis, idx = _take_indices(a.shape, indices, axis, mode)
     if axis > 0:  # rows are unchanged: gather within the stored rows
         out = np.zeros(a.shape[:axis] + idx.shape + a.shape[axis + 1:], a.dtype)
-        out[a._indices] = np.take(a._data, idx, axis=axis)
+        out[a.index_array] = np.take(a.values, idx, axis=axis)
         return _dense(a, out)
-    pos = np.searchsorted(a._indices, idx)
-    found = pos < len(a._indices)
-    found[found] = a._indices[pos[found]] == idx[found]
+    pos = np.searchsorted(a.index_array, idx)
+    found = pos < len(a.index_array)
+    found[found] = a.index_array[pos[found]] == idx[found]
     out = np.zeros(idx.shape + a.shape[1:], a.dtype)
-    out[found] = a._data[pos[found]]
+    out[found] = a.values[pos[found]]
     return _dense(a, out)
 
 
 @take.impl("default", "default")
 def _(a, indices, axis, mode):
     axis, idx = _take_indices(a.shape, indices, axis, mode)
-    return _dense(a, np.take(a._np, idx, axis=axis))
+    return _dense(a, np.take(a.values, idx, axis=axis))
 
 
 @_vjp(take, "indices")
@@ -186,7 +186,7 @@ def _(data, indices, shape, axis, mode, stype):
     else:
         axis, idx = _take_indices(shape, indices, axis, mode)
     # Sort the indices and add up the runs of equal ones (axis moved to the front).
-    g = data._np.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:])
+    g = data.values.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:])
     rows, sums = _sum_by_key(idx.reshape(-1), np.moveaxis(g, axis, 0) if axis else g,
                              shape[axis])
     if stype == "row_sparse":
@@ -262,18 +262,18 @@ def _where_check(condition, x, y):
 @where.impl("csr", "default", "default")
 def _(condition, x, y):
     _where_check(condition, x, y)
-    out = y._np.astype(np.result_type(x.dtype, y.dtype), order="C", copy=True)
-    nz = condition._data != 0
-    r, c = row_ids(condition._indptr)[nz], condition._indices[nz]
-    out[r, c] = x._np[r, c]
+    out = y.values.astype(np.result_type(x.dtype, y.dtype), order="C", copy=True)
+    nz = condition.values != 0
+    r, c = row_ids(condition.indptr_array)[nz], condition.index_array[nz]
+    out[r, c] = x.values[r, c]
     return _dense(x, out)
 
 
 @where.impl("default", "default", "default")
 def _(condition, x, y):
     _where_check(condition, x, y)
-    cond = condition._np.reshape(condition.shape + (1,) * (x.ndim - condition.ndim))
-    return _dense(x, np.where(cond != 0, x._np, y._np))
+    cond = condition.values.reshape(condition.shape + (1,) * (x.ndim - condition.ndim))
+    return _dense(x, np.where(cond != 0, x.values, y.values))
 
 
 @_vjp(where, "condition")
@@ -318,7 +318,7 @@ def _pick_indices(shape, index, axis, mode):
 @pick.impl("default", "default")
 def _(data, index, axis, keepdims, mode):
     axis, idx = _pick_indices(data.shape, index, axis, mode)
-    out = np.take_along_axis(data._np, np.expand_dims(idx, axis), axis)
+    out = np.take_along_axis(data.values, np.expand_dims(idx, axis), axis)
     return _dense(data, _copy(out if keepdims else np.squeeze(out, axis)))
 
 

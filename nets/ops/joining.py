@@ -74,18 +74,18 @@ def _concat_check(data, dim):
 @concat.impl("csr", ...)
 def _(*data, dim):
     dim, shape = _concat_check(data, dim)
-    values = np.concatenate([x._data for x in data])
+    values = np.concatenate([x.values for x in data])
     if dim == 0:
         offsets = np.cumsum([0] + [x.nnz for x in data[:-1]])
-        indptr = np.concatenate([[0]] + [x._indptr[1:] + o for x, o in zip(data, offsets)])
-        return CSRNDArray(values, np.concatenate([x._indices for x in data]),
+        indptr = np.concatenate([[0]] + [x.indptr_array[1:] + o for x, o in zip(data, offsets)])
+        return CSRNDArray(values, np.concatenate([x.index_array for x in data]),
                           indptr.astype(INDEX_DTYPE), shape, data[0].context)
     # dim 1: gather every entry with its row and shifted column, then order by row;
     # a stable sort keeps the inputs' order within a row, so columns stay sorted.
     offsets = np.cumsum([0] + [x.shape[1] for x in data[:-1]])
-    cols = np.concatenate([x._indices + o for x, o in zip(data, offsets)])
-    order = np.argsort(np.concatenate([row_ids(x._indptr) for x in data]), kind="stable")
-    indptr = np.sum([x._indptr for x in data], axis=0, dtype=INDEX_DTYPE)
+    cols = np.concatenate([x.index_array + o for x, o in zip(data, offsets)])
+    order = np.argsort(np.concatenate([row_ids(x.indptr_array) for x in data]), kind="stable")
+    indptr = np.sum([x.indptr_array for x in data], axis=0, dtype=INDEX_DTYPE)
     return CSRNDArray(values[order], cols[order], indptr, shape, data[0].context)
 
 
@@ -94,16 +94,16 @@ def _(*data, dim):
     dim, shape = _concat_check(data, dim)
     if dim == 0:
         offsets = np.cumsum([0] + [x.shape[0] for x in data[:-1]])
-        return RowSparseNDArray(np.concatenate([x._data for x in data]),
-                                np.concatenate([x._indices + o for x, o in zip(data, offsets)]),
+        return RowSparseNDArray(np.concatenate([x.values for x in data]),
+                                np.concatenate([x.index_array + o for x, o in zip(data, offsets)]),
                                 shape, data[0].context)
     # dim >= 1: the output stores the union of the inputs' rows; each input fills its block.
-    rows = np.unique(np.concatenate([x._indices for x in data]))
+    rows = np.unique(np.concatenate([x.index_array for x in data]))
     out = np.zeros((len(rows),) + shape[1:], np.result_type(*[x.dtype for x in data]))
     start = 0
     for x in data:
-        block = (np.searchsorted(rows, x._indices),) + (builtins.slice(None),) * (dim - 1)
-        out[block + (builtins.slice(start, start + x.shape[dim]),)] = x._data
+        block = (np.searchsorted(rows, x.index_array),) + (builtins.slice(None),) * (dim - 1)
+        out[block + (builtins.slice(start, start + x.shape[dim]),)] = x.values
         start += x.shape[dim]
     return RowSparseNDArray(out, rows.astype(INDEX_DTYPE), shape, data[0].context)
 
@@ -111,17 +111,17 @@ def _(*data, dim):
 @concat.impl("default", ...)
 def _(*data, dim):
     dim, _ = _concat_check(data, dim)
-    return _dense(data[0], np.concatenate([x._np for x in data], axis=dim))
+    return _dense(data[0], np.concatenate([x.values for x in data], axis=dim))
 
 
 def _rsp_slice_axis(x, axis, begin, end):
     """``slice_axis`` of a row_sparse ``x`` as row_sparse (``0 <= begin <= end``)."""
     shape = x.shape[:axis] + (end - begin,) + x.shape[axis + 1:]
     if axis == 0:
-        keep = (x._indices >= begin) & (x._indices < end)
-        return RowSparseNDArray(x._data[keep], x._indices[keep] - begin, shape, x.context)
+        keep = (x.index_array >= begin) & (x.index_array < end)
+        return RowSparseNDArray(x.values[keep], x.index_array[keep] - begin, shape, x.context)
     key = (builtins.slice(None),) * axis + (builtins.slice(begin, end),)
-    return RowSparseNDArray(_copy(x._data[key]), x._indices.copy(), shape, x.context)
+    return RowSparseNDArray(_copy(x.values[key]), x.index_array.copy(), shape, x.context)
 
 
 @_vjp(concat, keeps_rows=True)
@@ -163,7 +163,7 @@ def _(*data, axis):
             raise ShapeError(f"stack: data[{k}] has shape {x.shape}, data[0] has "
                              f"{data[0].shape}; all must be equal")
     axis = _axis(axis, data[0].ndim, extra=1)
-    return _dense(data[0], np.stack([x._np for x in data], axis=axis))
+    return _dense(data[0], np.stack([x.values for x in data], axis=axis))
 
 
 @_vjp(stack)
@@ -212,7 +212,7 @@ def _(data, num_outputs, axis, squeeze_axis):
     if squeeze_axis and size != n:
         raise ShapeError(f"split: squeeze_axis=True needs num_outputs == shape[axis], got "
                          f"num_outputs={n} and shape {data.shape} (axis={axis})")
-    parts = np.split(data._np, n, axis=axis)
+    parts = np.split(data.values, n, axis=axis)
     return [_dense(data, _copy(np.squeeze(p, axis) if squeeze_axis else p)) for p in parts]
 
 

@@ -21,7 +21,9 @@ FLUENT_METHODS = (
     "split", "one_hot", "sum", "mean", "max", "min", "norm", "argmax", "abs", "sign", "sqrt",
     "square", "exp", "log", "log1p", "expm1", "relu", "sigmoid", "tanh", "softsign", "clip",
     "round", "floor", "ceil", "softmax", "log_softmax", "zeros_like", "ones_like", "sort",
-    "argsort", "topk",
+    "argsort", "topk", "broadcast_like", "rint", "fix", "trunc", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "degrees",
+    "radians", "log10", "log2", "rsqrt", "cbrt", "rcbrt", "reciprocal", "gamma", "gammaln",
 )
 
 # Python operator -> operator name; the reflected form (``2 - x``) swaps the operands.
@@ -49,7 +51,7 @@ def _reflected(fn, dunder):
 
 def _inplace(fn, dunder):
     def method(self, other):
-        self._assign(fn(self, other))  # keeps self's storage type; guards autograd graphs
+        self.assign_result(fn(self, other))  # keeps self's storage type; guards autograd graphs
         return self
     method.__name__ = dunder
     return method

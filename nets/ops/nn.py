@@ -49,7 +49,7 @@ could not flow back).
 def _(ins, attrs):
     data, weight, bias = ins
     n = attrs["num_hidden"]
-    bias = None if attrs["no_bias"] else (n,)
+    bias = None if attrs["no_bias"] else (bias if bias == (n, 1) else (n,))  # MXNet's (n, 1)
     if data is None:
         return [data, weight, bias], [None]
     lead = data[:1] if attrs["flatten"] else data[:-1]
@@ -89,9 +89,9 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
     if (bias is None) != bool(no_bias):
         raise NetsError(f"FullyConnected: no_bias={no_bias} but bias is "
                         f"{'missing' if bias is None else 'given'}")
-    if bias is not None and bias.shape != (num_hidden,):
+    if bias is not None and bias.shape not in ((num_hidden,), (num_hidden, 1)):
         raise ShapeError(f"FullyConnected: bias has shape {bias.shape}, expected "
-                         f"(num_hidden={num_hidden},)")
+                         f"(num_hidden={num_hidden},) (or MXNet's (num_hidden, 1))")
     return lead + (num_hidden,)
 
 
@@ -103,7 +103,7 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
         w = weight.values
         y = _matmul(data.values.reshape(math.prod(shape[:-1]), w.shape[1]), w.T)
     if bias is not None:
-        y += bias.values
+        y += bias.values.reshape(-1)
     if act_type is not None:
         y = _fused_act(y, act_type, "FullyConnected")
     return NDArray(y if y.shape == shape else y.reshape(shape), data.context)
@@ -143,7 +143,7 @@ def _(node, g):
                 # (the width from the weight: a 0-row batch has no -1 to infer)
                 NDArray(_matmul(g2.T, data.values.reshape(g2.shape[0], weight.shape[1])), ctx),
                 None if bias is None or wants[2] is None else
-                NDArray(np.add.reduce(g2, axis=0, dtype=g2.dtype), ctx))
+                NDArray(np.add.reduce(g2, axis=0, dtype=g2.dtype).reshape(bias.shape), ctx))
     g2 = g if g.ndim == 2 else reshape(g, shape=(-1, weight.shape[0]))
     d_data = d_weight = None
     if data.stype == "csr":
@@ -157,7 +157,13 @@ def _(node, g):
             x2 = data if data.ndim == 2 else reshape(data, shape=(g2.shape[0], weight.shape[1]))
             d_weight = dot(g2, x2, transpose_a=True)
     return (d_data, d_weight,
-            None if bias is None or wants[2] is None else _sum_to(g, shape=bias.shape))
+            None if bias is None or wants[2] is None else _bias_grad(g2, bias))
+
+
+def _bias_grad(g2, bias):
+    """The batch sum of the 2-D ``g2``, in the bias's shape (``(n,)`` or MXNet's ``(n, 1)``)."""
+    out = _sum_to(g2, shape=(g2.shape[1],))
+    return out if bias.ndim == 1 else reshape(out, shape=bias.shape)
 
 
 # -- dot + bias --------------------------------------------------------------------------------

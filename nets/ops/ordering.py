@@ -78,7 +78,7 @@ def _values_vjp(node, g, k, is_ascend):
     """The gradient of the top-``k`` values (a sort: every value): ``g`` back at the
     positions they were taken from, zeros elsewhere."""
     x = node.inputs[0]
-    values = x._np if x.stype == "default" else x.asnumpy()  # (a sparse input fell back)
+    values = x.values if x.stype == "default" else x.asnumpy()  # (a sparse input fell back)
     flat, fax, pos = _top(values, node.attrs["axis"], k, "value", is_ascend)
     out = np.zeros(flat.shape, g.dtype)
     np.put_along_axis(out, pos, g.asnumpy(), axis=fax)
@@ -98,7 +98,7 @@ sort.vjp(lambda node, g: _values_vjp(node, g, 0, node.attrs["is_ascend"]))
 
 @sort.impl("default")
 def _(data, axis, is_ascend):
-    flat, fax, pos = _top(data._np, axis, 0, "value", is_ascend)
+    flat, fax, pos = _top(data.values, axis, 0, "value", is_ascend)
     return NDArray(np.take_along_axis(flat, pos, fax), data.context)
 
 
@@ -114,7 +114,7 @@ argsort.vjp(lambda node, g: None)
 
 @argsort.impl("default")
 def _(data, axis, is_ascend, dtype):
-    _, _, pos = _top(data._np, axis, 0, "indices", is_ascend)
+    _, _, pos = _top(data.values, axis, 0, "indices", is_ascend)
     return NDArray(pos.astype(as_dtype(dtype)), data.context)
 
 
@@ -152,7 +152,7 @@ topk.grad_stype(lambda data, axis, k, ret_typ, is_ascend, dtype:
 
 @topk.impl("default")
 def _(data, axis, k, ret_typ, is_ascend, dtype):
-    x = data._np
+    x = data.values
     flat, fax, pos = _top(x, axis, k, ret_typ, is_ascend)
     if ret_typ == "mask":
         mask = np.zeros(flat.shape, x.dtype)

@@ -23,6 +23,7 @@ any label storage type works natively (``out - label`` with a sparse label is de
 import numpy as np
 
 from ..base import NetsError, ShapeError
+from ..arrays.creation import zeros as _zeros
 from ..arrays.dense import NDArray
 from .elemwise import subtract
 from .registry import Op, same_shape
@@ -31,7 +32,7 @@ from .sparse_ops import as_row_ids
 from .unary import as_dense, sign
 
 __all__ = ["LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput",
-           "SoftmaxOutput", "Softmax", "MakeLoss"]
+           "SoftmaxOutput", "Softmax", "MakeLoss", "make_loss", "stop_gradient", "BlockGrad"]
 
 _NORMALIZATIONS = ("null", "batch", "valid")
 
@@ -79,7 +80,7 @@ the head gradient (see ``nets.ops.output``).""")
     @op.impl("default", "row_sparse")
     def _(data, label, grad_scale):
         _check_label(name, data, label)
-        return NDArray(forward(data._np), data.context)
+        return NDArray(forward(data.values), data.context)
 
     @op.vjp
     def _(node, g):
@@ -158,7 +159,7 @@ def _(ins, attrs):
 def _class_axis(data, multi_output, preserve_shape):
     """``data`` as a numpy array with the class axis last (flattened per example when
     neither ``multi_output`` nor ``preserve_shape``)."""
-    x = data._np
+    x = data.values
     if multi_output:
         return np.moveaxis(x, 1, -1)
     return x if preserve_shape else x.reshape(x.shape[0], -1)
@@ -196,7 +197,7 @@ def _(node, g):
         target = _class_axis(label, a["multi_output"], a["preserve_shape"])
         keep = np.ones(p.shape[:-1], bool)
     else:
-        ids = label._np.reshape(p.shape[:-1])
+        ids = label.values.reshape(p.shape[:-1])
         keep = ~(ids == a["ignore_label"]) if a["use_ignore"] else np.ones(ids.shape, bool)
         rows = as_row_ids(ids[keep], k, "SoftmaxOutput", "label")
         alpha = a["smooth_alpha"]
@@ -227,13 +228,69 @@ MakeLoss.shape(same_shape)
 @MakeLoss.impl("default")
 def _(data, grad_scale, valid_thresh, normalization):
     _check_normalization("MakeLoss", normalization)
-    return NDArray(data._np.copy(), data.context)
+    return NDArray(data.values.copy(), data.context)
 
 
 @MakeLoss.vjp
 def _(node, g):
     data, a = node.inputs[0], node.attrs
     norm = {"null": 1, "batch": data.shape[0] if data.ndim else 1,
-            "valid": max(int((as_dense(data)._np > a["valid_thresh"]).sum()), 1)}
+            "valid": max(int((as_dense(data).values > a["valid_thresh"]).sum()), 1)}
     return NDArray(np.full(data.shape, a["grad_scale"] / norm[a["normalization"]], data.dtype),
                    data.context)
+
+
+# -- make_loss / stop_gradient -------------------------------------------------------------
+
+def _keep_stype(data):
+    return data
+
+
+def _identity(data):
+    """A copy of ``data`` in its storage type (a sparse one shares the immutable indices)."""
+    if data.stype == "default":
+        return NDArray(data.values.copy(), data.context)
+    return data.with_values(data.values.copy())
+
+
+make_loss = Op("make_loss", ("data",), doc="""\
+Marks ``data`` as a loss (MXNet's ``make_loss``): forward is ``data`` in its storage type
+(a sparse input stays sparse); backward is 1 for every element whatever the head
+gradient (MXNet's ``ones_like``), a dense gradient. ``MakeLoss`` adds ``grad_scale`` and
+normalization.
+""")
+make_loss.infer(_keep_stype)
+make_loss.shape(same_shape)
+make_loss.impl("default")(_identity)
+make_loss.impl("csr")(_identity)
+make_loss.impl("row_sparse")(_identity)
+
+
+@make_loss.vjp
+def _(node, g):
+    data = node.inputs[0]
+    return NDArray(np.ones(data.shape, data.dtype), data.context)
+
+
+stop_gradient = Op("stop_gradient", ("data",), doc="""\
+Stops gradients (MXNet's ``stop_gradient``, alias ``BlockGrad``): forward is ``data`` in
+its storage type; the gradient of ``data`` through it is zero (an empty array of
+``data``'s storage type, so nothing flows to what computed ``data``).
+""")
+stop_gradient.infer(_keep_stype)
+stop_gradient.shape(same_shape)
+stop_gradient.impl("default")(_identity)
+stop_gradient.impl("csr")(_identity)
+stop_gradient.impl("row_sparse")(_identity)
+BlockGrad = stop_gradient
+
+
+@stop_gradient.grad_stype
+def _(data):
+    return (data,)
+
+
+@stop_gradient.vjp
+def _(node, g):
+    data = node.inputs[0]
+    return (_zeros(data.shape, data.context, data.dtype, data.stype),)

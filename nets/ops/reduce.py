@@ -37,7 +37,7 @@ from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide,
                        equal, maximum, multiply)
 from .registry import REQUIRED, RECORDER, Op, shape_attr
 from .reshaping import reshape
-from .unary import as_dense, sign
+from .unary import as_dense, reciprocal, sign
 
 __all__ = ["sum", "mean", "max", "min", "norm", "square_sum", "argmax", "argmin"]
 
@@ -434,9 +434,11 @@ _reduction_vjp(mean, lambda x, y, n, a: 1.0 / n)
 # max/min: every element equal to the result gets the gradient (MXNet's rule on ties)
 _reduction_vjp(max, lambda x, y, n, a: equal(x, y), uses_output=True)
 _reduction_vjp(min, lambda x, y, n, a: equal(x, y), uses_output=True)
-# |x|_1' = sign(x); |x|_2' = x / |x|_2 (0 where the norm is 0)
+# |x|_1' = sign(x); |x|_2' = x / |x|_2 (0 where the norm is 0), as x times 1 / |x|_2 so
+# that a sparse x keeps its pattern (x / dense would be a dense result: 0/0 is NaN there)
 _reduction_vjp(norm, lambda x, y, n, a: sign(x) if a["ord"] == 1 else
-               divide(x, maximum(y, float(np.finfo(x.dtype).tiny))), uses_output=True)
+               elemwise_mul(x, reciprocal(maximum(y, float(np.finfo(x.dtype).tiny)))),
+               uses_output=True)
 
 
 @square_sum.vjp

@@ -46,7 +46,6 @@ import contextvars
 import inspect
 import logging
 import os
-import sys
 import warnings
 
 import numpy as np
@@ -172,7 +171,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../ne
 def _user_level():
     """The ``stacklevel`` that makes a warning name the first caller outside nets (an op
     is reached from user code directly, through ``x + 1``, a layer or a vjp)."""
-    frame, level = sys._getframe(2), 2  # (the caller of the function that warns)
+    frame, level = inspect.currentframe().f_back.f_back, 2  # (the caller of the warner)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE + os.sep):
         frame, level = frame.f_back, level + 1
     return level
@@ -427,7 +426,7 @@ class Op:
         if out is not None:
             outs = out if isinstance(out, (list, tuple)) else (out,)
             for o, r in zip(outs, outputs):
-                o._assign(r)  # keeps the destination's storage type; refuses graph arrays
+                o.assign_result(r)  # keeps the destination's storage type; refuses graph arrays
                 if recorder is not None:
                     o._node = r._node  # gradients flow through `out` like the fresh result
             return out

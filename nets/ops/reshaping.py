@@ -27,8 +27,8 @@ from .registry import REQUIRED, RECORDER, Op
 from .shape_helpers import _axis, _copy, _csr_transpose, _dense, _tuple, _unary_shape, _vjp
 from .unary import as_dense
 
-__all__ = ["reshape", "Reshape", "transpose", "expand_dims", "broadcast_to", "flatten",
-           "Flatten"]
+__all__ = ["reshape", "Reshape", "transpose", "expand_dims", "broadcast_to", "broadcast_like",
+           "flatten", "Flatten"]
 
 
 # -- reshape ---------------------------------------------------------------------------
@@ -129,14 +129,14 @@ reshape.shape(_unary_shape(lambda s, shape, reverse: _reshape_target(shape, s, r
 
 @reshape.impl("default")
 def _(data, shape, reverse):
-    return _dense(data, _copy(data._np).reshape(_reshape_target(shape, data.shape, reverse)))
+    return _dense(data, _copy(data.values).reshape(_reshape_target(shape, data.shape, reverse)))
 
 
 @_vjp(reshape)
 def _(node, g):
     g, shape = as_dense(g), node.inputs[0].shape
     if RECORDER.get() is None:  # not differentiated again: numpy's reshape, no dispatch
-        return NDArray(g._np.reshape(shape), g.context)
+        return NDArray(g.values.reshape(shape), g.context)
     return reshape(g, shape=shape)
 
 
@@ -177,7 +177,7 @@ def _(data, axes):
 
 @transpose.impl("default")
 def _(data, axes):
-    return _dense(data, _copy(data._np.transpose(_perm(axes, data.ndim))))
+    return _dense(data, _copy(data.values.transpose(_perm(axes, data.ndim))))
 
 
 @_vjp(transpose)
@@ -205,7 +205,7 @@ def _(ins, attrs):
 
 @expand_dims.impl("default")
 def _(data, axis):
-    return _dense(data, _copy(np.expand_dims(data._np, _axis(axis, data.ndim, extra=1))))
+    return _dense(data, _copy(np.expand_dims(data.values, _axis(axis, data.ndim, extra=1))))
 
 
 @_vjp(expand_dims)
@@ -242,13 +242,59 @@ def _(data, shape):
     if any(s not in (1, t) for s, t in zip(src, full[lead:])):
         raise ShapeError(f"broadcast_to: cannot broadcast shape {src} to shape={target}")
     out = np.empty(full, data.dtype)
-    out[...] = data._np  # numpy broadcasts the (checked) source into the copy
+    out[...] = data.values  # numpy broadcasts the (checked) source into the copy
     return _dense(data, out)
 
 
 @_vjp(broadcast_to)
 def _(node, g):
     return _sum_to(as_dense(g), shape=node.inputs[0].shape)
+
+
+broadcast_like = Op("broadcast_like", ("lhs", "rhs"), {"lhs_axes": None, "rhs_axes": None},
+                    doc="""\
+``lhs`` broadcast to the shape of ``rhs`` (MXNet's ``broadcast_like``): with
+``lhs_axes``/``rhs_axes``, only those axes of ``lhs`` take the sizes of those axes of
+``rhs``. Only ``rhs``'s shape is read: it gets no gradient; ``lhs``'s gradient sums over
+the broadcast axes. Sparse inputs fall back.
+""")
+
+
+def _like_shape(lhs, rhs, lhs_axes, rhs_axes):
+    if lhs_axes is None and rhs_axes is None:
+        return tuple(rhs)
+    lhs_axes, rhs_axes = _tuple(lhs_axes, "lhs_axes", "broadcast_like"), \
+        _tuple(rhs_axes, "rhs_axes", "broadcast_like")
+    if len(lhs_axes) != len(rhs_axes):
+        raise ShapeError(f"broadcast_like: lhs_axes={lhs_axes} and rhs_axes={rhs_axes} differ "
+                         f"in length")
+    out = list(lhs)
+    for a, b in zip(lhs_axes, rhs_axes):
+        out[a] = rhs[b]
+    return tuple(out)
+
+
+@broadcast_like.shape
+def _(ins, attrs):
+    lhs, rhs = ins
+    if lhs is None or rhs is None:
+        return ins, [None]
+    return ins, [_like_shape(lhs, rhs, attrs["lhs_axes"], attrs["rhs_axes"])]
+
+
+@broadcast_like.grad_stype
+def _(lhs, rhs, **attrs):
+    return "default", None
+
+
+@broadcast_like.impl("default", "default")
+def _(lhs, rhs, lhs_axes, rhs_axes):
+    return broadcast_to(lhs, shape=_like_shape(lhs.shape, rhs.shape, lhs_axes, rhs_axes))
+
+
+@broadcast_like.vjp
+def _(node, g):
+    return _sum_to(as_dense(g), shape=node.inputs[0].shape), None
 
 
 flatten = Op("flatten", ("data",), doc="""\
@@ -280,21 +326,21 @@ def _(data):
 @flatten.impl("row_sparse")
 def _(data):
     shape = _flat_shape(data.shape)
-    return RowSparseNDArray(_copy(data._data).reshape(len(data._indices), shape[1]),
-                            data._indices.copy(), shape, data.context)
+    return RowSparseNDArray(_copy(data.values).reshape(len(data.index_array), shape[1]),
+                            data.index_array.copy(), shape, data.context)
 
 
 @flatten.impl("default")
 def _(data):
-    return _dense(data, _copy(data._np).reshape(_flat_shape(data.shape)))
+    return _dense(data, _copy(data.values).reshape(_flat_shape(data.shape)))
 
 
 @_vjp(flatten, keeps_rows=True)
 def _(node, g):
     shape = node.inputs[0].shape
     if g.stype == "row_sparse":  # rows stay rows: unflatten the stored ones
-        return RowSparseNDArray(_copy(g._data).reshape((len(g._indices),) + shape[1:]),
-                                g._indices.copy(), shape, g.context)
+        return RowSparseNDArray(_copy(g.values).reshape((len(g.index_array),) + shape[1:]),
+                                g.index_array.copy(), shape, g.context)
     return reshape(as_dense(g), shape=shape)
 
 

@@ -76,12 +76,12 @@ def _vjp(op, *constant, keeps_rows=False):
 
 def _csr_rows(x, rows):
     """Rows ``rows`` (int64 in range, any order, repeats allowed) of CSR ``x``, as a new CSR."""
-    starts = x._indptr[rows]
-    counts = x._indptr[rows + 1] - starts
+    starts = x.indptr_array[rows]
+    counts = x.indptr_array[rows + 1] - starts
     indptr = np.zeros(len(rows) + 1, INDEX_DTYPE)
     np.cumsum(counts, out=indptr[1:])
     pos = np.repeat(starts - indptr[:-1], counts) + np.arange(indptr[-1], dtype=INDEX_DTYPE)
-    return CSRNDArray(x._data[pos], x._indices[pos], indptr, (len(rows), x.shape[1]), x.context)
+    return CSRNDArray(x.values[pos], x.index_array[pos], indptr, (len(rows), x.shape[1]), x.context)
 
 
 def _csr_transpose(x):

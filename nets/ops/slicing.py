@@ -24,7 +24,7 @@ from .registry import REQUIRED, Op, shape_attr
 from .shape_helpers import _axis, _copy, _csr_rows, _dense, _tuple, _unary_shape, _vjp
 from .unary import as_dense
 
-__all__ = ["slice", "slice_axis"]
+__all__ = ["slice", "slice_axis", "crop"]
 
 
 def _csr_slice(x, rows, cols):
@@ -34,15 +34,15 @@ def _csr_slice(x, rows, cols):
     c0, c1, cs = cols.indices(x.shape[1])
     if (c0, c1, cs) == (0, x.shape[1], 1):
         return out.copy() if rs == 1 else out
-    c = out._indices
+    c = out.index_array
     if cs > 0:
         keep = (c >= c0) & (c < c1) & ((c - c0) % cs == 0)
     else:
         keep = (c <= c0) & (c > c1) & ((c0 - c) % -cs == 0)
     new_cols = (c[keep] - c0) // cs
     kept = np.concatenate(([0], np.cumsum(keep, dtype=INDEX_DTYPE)))
-    indptr = kept[out._indptr]  # kept entries before each row start
-    data = out._data[keep]
+    indptr = kept[out.indptr_array]  # kept entries before each row start
+    data = out.values[keep]
     if cs < 0 and data.size:
         # A negative step leaves each row's columns descending: reverse every row
         # segment (position p of row r <-> indptr[r] + indptr[r+1] - 1 - p).
@@ -99,7 +99,7 @@ def _(data, begin, end, step):
 
 @slice.impl("default")
 def _(data, begin, end, step):
-    return _dense(data, _copy(data._np[_slice_key(data.shape, begin, end, step)]))
+    return _dense(data, _copy(data.values[_slice_key(data.shape, begin, end, step)]))
 
 
 @_vjp(slice)
@@ -121,7 +121,7 @@ _backward_slice.shape(shape_attr)
 @_backward_slice.impl("default")
 def _(data, shape, begin, end, step):
     out = np.zeros(shape, data.dtype)
-    out[_slice_key(shape, begin, end, step)] = data._np
+    out[_slice_key(shape, begin, end, step)] = data.values
     return _dense(data, out)
 
 
@@ -160,7 +160,7 @@ def _(data, axis, begin, end):
 
 @slice_axis.impl("default")
 def _(data, axis, begin, end):
-    return _dense(data, _copy(data._np[_axis_key(data.shape, axis, begin, end)]))
+    return _dense(data, _copy(data.values[_axis_key(data.shape, axis, begin, end)]))
 
 
 @_vjp(slice_axis)
@@ -169,3 +169,6 @@ def _(node, g):
     lead = (None,) * _axis(a["axis"], len(shape))
     return _backward_slice(as_dense(g), shape=shape, begin=lead + (a["begin"],),
                            end=lead + (a["end"],), step=None)
+
+
+crop = slice  # MXNet's alias of ``slice`` (``nd.crop(x, begin, end)``)

@@ -30,18 +30,19 @@ cast_storage.grad_stype(lambda data, stype: (data,))  # cast back to the input's
 
 
 def _csr_to_rsp(x):
-    counts = np.diff(x._indptr)
+    counts = np.diff(x.indptr_array)
     rows = np.flatnonzero(counts)
     block = np.zeros((len(rows), x.shape[1]), dtype=x.dtype)
-    block[np.repeat(np.arange(len(rows)), counts[rows]), x._indices] = x._data
+    block[np.repeat(np.arange(len(rows)), counts[rows]), x.index_array] = x.values
     return RowSparseNDArray(block, rows.astype(np.int64), x.shape, x.context)
 
 
 def _rsp_to_csr(x):
-    x._require_2d("cast_storage to csr")
-    data, cols, block_ptr = dense_to_csr_parts(x._data)
+    if x.ndim != 2:
+        raise ShapeError(f"cast_storage to csr needs a 2-D array, got shape {x.shape}")
+    data, cols, block_ptr = dense_to_csr_parts(x.values)
     counts = np.zeros(x.shape[0], dtype=np.int64)
-    counts[x._indices] = np.diff(block_ptr)
+    counts[x.index_array] = np.diff(block_ptr)
     indptr = np.concatenate(([0], np.cumsum(counts)))
     return CSRNDArray(data, cols, indptr, x.shape, x.context)
 
@@ -49,12 +50,12 @@ def _rsp_to_csr(x):
 def _dense_to_csr(x):
     if x.ndim != 2:
         raise ShapeError(f"cast_storage to csr needs a 2-D array, got shape {x.shape}")
-    return CSRNDArray(*dense_to_csr_parts(x._np), x.shape, x.context)
+    return CSRNDArray(*dense_to_csr_parts(x.values), x.shape, x.context)
 
 
 _CONVERT = {
     ("default", "csr"): _dense_to_csr,
-    ("default", "row_sparse"): lambda x: RowSparseNDArray(*dense_to_rsp_parts(x._np), x.shape,
+    ("default", "row_sparse"): lambda x: RowSparseNDArray(*dense_to_rsp_parts(x.values), x.shape,
                                                           x.context),
     ("csr", "default"): lambda x: NDArray(x.asnumpy(), x.context),
     ("row_sparse", "default"): lambda x: NDArray(x.asnumpy(), x.context),
@@ -145,7 +146,7 @@ retain.grad_stype(lambda data, indices: ("row_sparse", None))
 
 
 def _retain_rows(data, indices):
-    ids = indices._np if indices.stype == "default" else indices.asnumpy()  # (a list of ids)
+    ids = indices.values if indices.stype == "default" else indices.asnumpy()  # (a list of ids)
     return stored_rows(data, unique_rows(ids, data.shape[0], "retain", "indices"))
 
 
@@ -159,7 +160,7 @@ def stored_rows(data, rows):
     result may share ``rows`` as its indices (index buffers are never written in place).
     One binary search of ``rows`` among the stored ids (none when ``data`` stores every
     row: its sorted unique ids are then ``0 .. n-1``) and one gather."""
-    have = data._indices
+    have = data.index_array
     if len(have) == data.shape[0]:
         pos = rows
     else:
@@ -168,7 +169,7 @@ def stored_rows(data, rows):
         hit[hit] = have[pos[hit]] == rows[hit]
         if not hit.all():
             pos, rows = pos[hit], rows[hit]
-    return RowSparseNDArray(np.take(data._data, pos, axis=0), rows, data.shape, data.context)
+    return RowSparseNDArray(np.take(data.values, pos, axis=0), rows, data.shape, data.context)
 
 
 def union_rows(a, b):
@@ -257,8 +258,8 @@ def _sum_by_key(keys, values, upper=None):
 def _(*args):
     shape, dtype = _common(args)
     # Each term's rows are sorted and unique: the stable sort merges those runs linearly.
-    rows, data = _sum_by_key(np.concatenate([a._indices for a in args]),
-                             np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
+    rows, data = _sum_by_key(np.concatenate([a.index_array for a in args]),
+                             np.concatenate([a.values.astype(dtype, copy=False) for a in args]))
     return RowSparseNDArray(data, rows, shape, args[0].context)
 
 
@@ -267,8 +268,8 @@ def _(*args):
     shape, dtype = _common(args)
     # An entry's key is its position in row-major order: sorted keys are canonical CSR.
     keys, data = _sum_by_key(
-        np.concatenate([row_ids(a._indptr) * shape[1] + a._indices for a in args]),
-        np.concatenate([a._data.astype(dtype, copy=False) for a in args]))
+        np.concatenate([row_ids(a.indptr_array) * shape[1] + a.index_array for a in args]),
+        np.concatenate([a.values.astype(dtype, copy=False) for a in args]))
     rows, cols = np.divmod(keys, max(shape[1], 1))
     indptr = np.zeros(shape[0] + 1, dtype=INDEX_DTYPE)
     np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
@@ -281,11 +282,11 @@ def _(*args):
     out = np.zeros(shape, dtype=dtype)
     for a in args:
         if a.stype == "default":
-            out += a._np
+            out += a.values
         elif a.stype == "row_sparse":
-            out[a._indices] += a._data  # rows are unique: no repeated index in one +=
+            out[a.index_array] += a.values  # rows are unique: no repeated index in one +=
         else:
-            out[row_ids(a._indptr), a._indices] += a._data  # (row, col) pairs are unique
+            out[row_ids(a.indptr_array), a.index_array] += a.values  # (row, col) pairs are unique
     return NDArray(out, args[0].context)
 
 
@@ -341,18 +342,19 @@ def values_at(grad, like):
     the gradient with respect to ``like``'s stored values, which a CSR leaf with a csr
     gradient slot receives (DESIGN §3.4). ``grad`` already of that pattern is returned as
     it is. Reads O(nnz) values of ``grad`` (a row lookup when row_sparse); never densifies."""
-    indptr, indices = like._indptr, like._indices
-    if grad.stype == "csr" and (grad._indptr is indptr or np.array_equal(grad._indptr, indptr)) \
-            and (grad._indices is indices or np.array_equal(grad._indices, indices)):
+    indptr, indices = like.indptr_array, like.index_array
+    if grad.stype == "csr" and (grad.indptr_array is indptr
+                                or np.array_equal(grad.indptr_array, indptr)) \
+            and (grad.index_array is indices or np.array_equal(grad.index_array, indices)):
         return grad
     rows = row_ids(indptr)
     if grad.stype == "default":
-        values = grad._np[rows, indices]
+        values = grad.values[rows, indices]
     elif grad.stype == "row_sparse":
-        stored = grad._indices
+        stored = grad.index_array
         pos = np.minimum(np.searchsorted(stored, rows), max(len(stored) - 1, 0))
         found = stored[pos] == rows if len(stored) else np.zeros(len(rows), bool)
-        values = np.where(found, grad._data[pos, indices] if len(stored) else 0, 0)
+        values = np.where(found, grad.values[pos, indices] if len(stored) else 0, 0)
     else:  # csr of another pattern: look each entry up in grad's row
         m = grad.asscipy()
         values = np.asarray(m[rows, indices]).ravel() if len(rows) else np.empty(0)

@@ -43,12 +43,7 @@ __all__ = []  # extended below from the table
 
 def positions(x):
     """Index tuple of a sparse array's stored values within its dense form."""
-    return (row_ids(x._indptr), x._indices) if x.stype == "csr" else (x._indices,)
-
-
-def with_values(x, values):
-    """A sparse array with ``x``'s pattern (shared index buffers) holding ``values``."""
-    return type(x)(values, *(getattr(x, p) for p in x._parts), shape=x.shape, ctx=x.context)
+    return (row_ids(x.indptr_array), x.index_array) if x.stype == "csr" else (x.index_array,)
 
 
 def _map(fn, x, attrs):
@@ -81,10 +76,10 @@ def scale(g, d):
     if isinstance(d, numbers.Number):
         return g if d == 1 else -g if d == -1 else g * d
     if isinstance(d, np.ndarray):  # a formula evaluated on numpy values (see declare_vjp)
-        return NDArray(np.multiply(g._np, d).astype(g.dtype, copy=False), g.context)
+        return NDArray(np.multiply(g.values, d).astype(g.dtype, copy=False), g.context)
     if g.stype == d.stype == "default" and RECORDER.get() is None:
         # not differentiated again: numpy's product directly (what broadcast_mul computes)
-        return NDArray(np.multiply(g._np, d._np), g.context)
+        return NDArray(np.multiply(g.values, d.values), g.context)
     if "default" not in (g.stype, d.stype) and g.stype != d.stype:
         d = cast_storage(d, stype=g.stype)
     return g * d
@@ -129,7 +124,7 @@ def declare_vjp(op, derivatives, fit=None):
                         args += _formula_args(node, g)
                     d = d(*args, **node.attrs)
                     if isinstance(d, NDArray) and type(args[-1]) is np.ndarray:
-                        d = d._np  # a formula calling nets operators on numpy values
+                        d = d.values  # a formula calling nets operators on numpy values
                 grad = scale(g, d)
                 grads.append(grad if fit is None else fit(grad, x))
         return tuple(grads)
@@ -146,11 +141,11 @@ def _formula_args(node, g):
     dense = y.stype == "default"
     if dense and g.stype == "default" and RECORDER.get() is None and all(
             v.stype == "default" for v in node.inputs):
-        return [v._np for v in node.inputs] + [y._np]
+        return [v.values for v in node.inputs] + [y.values]
     return [as_dense(v) if dense else v for v in node.inputs] + [y]
 
 
-def map_op(name, fn, attrs=None, doc="", grad=None, zero=None):
+def map_op(name, fn, attrs=None, doc="", grad=None, zero=None, keeps_zeros=False):
     """Declare the elementwise operator ``name`` computing ``fn(x, **attrs)``.
 
     Its storage inference and implementations follow the rule of this module's
@@ -158,6 +153,8 @@ def map_op(name, fn, attrs=None, doc="", grad=None, zero=None):
     ``declare_vjp``: None (zero gradient), a number, or ``grad(x, y, **attrs)``.
     ``zero`` is ``f(0)`` for the docstring where calling ``fn`` at declaration would
     import what ``import nets`` must not (``scipy_special``); by default ``fn`` is asked.
+    ``keeps_zeros``: a sparse input keeps its storage type whatever ``f(0)``, its unstored
+    entries staying 0 (``csr / 0``: MXNet's and scipy's rule for division by a scalar).
     """
     if attrs:
         rule = ATTR_RULE
@@ -170,22 +167,22 @@ def map_op(name, fn, attrs=None, doc="", grad=None, zero=None):
 
     @op.infer
     def _(data, **kw):
-        return data if data == "default" or _at_zero(fn, kw) == 0 else "default"
+        return data if data == "default" or keeps_zeros or _at_zero(fn, kw) == 0 else "default"
 
     @op.impl("default")
     def _(data, **kw):
-        return NDArray(_map(fn, data._np, kw), data.context)
+        return NDArray(_map(fn, data.values, kw), data.context)
 
     @op.impl("csr")
     @op.impl("row_sparse")
     def _(data, **kw):
-        zero = _at_zero(fn, kw)
+        zero = 0 if keeps_zeros else _at_zero(fn, kw)
         if zero == 0:
-            return with_values(data, _map(fn, data._data, kw))
+            return data.with_values(_map(fn, data.values, kw))
         if not np.isfinite(zero):
             return NotImplemented  # f(0) is not finite for these attributes: fallback
         out = np.full(data.shape, _at_zero(fn, kw, data.dtype), data.dtype)
-        out[positions(data)] = _map(fn, data._data, kw)
+        out[positions(data)] = _map(fn, data.values, kw)
         return NDArray(out, data.context)
 
     op.fn = fn  # (the numpy function itself, for operators that apply it fused)
@@ -212,6 +209,16 @@ def scipy_special(name):
         return getattr(special, name)(x)
     fn.__name__ = name
     return fn
+
+
+def _digamma(x):
+    """scipy's digamma of a dense array (gamma's and gammaln's derivative; not itself
+    differentiated again)."""
+    from scipy import special
+    with np.errstate(all="ignore"):
+        if isinstance(x, np.ndarray):  # (a formula may be evaluated on numpy values)
+            return special.digamma(x).astype(x.dtype, copy=False)
+        return NDArray(special.digamma(x.values).astype(x.dtype, copy=False), x.context)
 
 
 _LN10, _LN2, _DEG = np.log(10), np.log(2), 180 / np.pi
@@ -264,11 +271,15 @@ _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), No
      "the inverse error function (nan outside [-1, 1], +-inf at +-1)",
      lambda x, y: _ERFINV_SLOPE * nd.exp(y * y)),
     ("logical_not", lambda x: x == 0, "1 where x is 0, else 0 (in x's dtype)", None),
+    ("gamma", scipy_special("gamma"), "the gamma function (MXNet: dense output)",
+     lambda x, y: y * _digamma(x)),
+    ("gammaln", scipy_special("gammaln"), "log |gamma(x)| (MXNet: dense output)",
+     lambda x, y: _digamma(x)),
     ("degrees", np.degrees, "radians converted to degrees", _DEG),
     ("radians", np.radians, "degrees converted to radians", 1 / _DEG),
 )
 
-_LAZY_ZERO = {"erf": 0.0, "erfinv": 0.0}  # f(0) of the scipy.special ones, imported on use
+_LAZY_ZERO = {"erf": 0.0, "erfinv": 0.0, "gamma": np.inf, "gammaln": np.inf}  # f(0) of the scipy.special ones, imported on use
 
 for _name, _fn, _summary, _grad in _UNARY:
     globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad,

@@ -7,7 +7,7 @@ sparse ones), ``Group`` joins outputs, ``simple_bind``/``bind`` give an ``Execut
 ``load``/``load_json`` read graphs saved as JSON. ``nets.sym.sparse`` holds the same
 operators (MXNet's ``mx.sym.sparse``).
 """
-from . import sparse
+from . import contrib, sparse
 from ..nd import internal_namespace
 from .executor import Executor
 from .symbol import Group, Symbol, Variable, get_op, load, load_json, namespace, var
@@ -18,7 +18,7 @@ _internal = internal_namespace(_OPERATORS, "MXNet's ``mx.sym._internal``: the op
                                "nets.sym under their internal names (``_square_sum``, ...).")
 
 __all__ = ["Symbol", "Variable", "var", "Group", "Executor", "load", "load_json",
-           "sparse"] + sorted(_OPERATORS)
+           "sparse", "contrib"] + sorted(_OPERATORS)
 
 
 def __getattr__(name):

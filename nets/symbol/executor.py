@@ -165,7 +165,7 @@ class Executor:
         self._grad_req = grad_req
         self._program = Program(symbol, list(arg_dict) + list(aux_dict))
         self._args = list(arg_dict.values()) + list(aux_dict.values())
-        self.outputs = []
+        self.outputs = self._allocate_outputs()
         self._recorded = False
         for name, req in grad_req.items():
             if req != "null":
@@ -174,6 +174,22 @@ class Executor:
         # A bound executor is about to run kernels: the kernel runtime loads at bind, as
         # MXNet's engine is loaded before an executor runs, not inside the first forward.
         load_runtime()
+
+    def _allocate_outputs(self):
+        """Zeros of each output's inferred shape, dtype and storage type (MXNet allocates
+        the outputs at bind, so ``exe.outputs[0].shape`` is known before ``forward``);
+        ``[]`` when an output's shape cannot be inferred from the bound arrays."""
+        bound = {**self.arg_dict, **self.aux_dict}
+        sym = self._symbol
+        try:
+            _, shapes, _ = sym.infer_shape_partial(**{n: a.shape for n, a in bound.items()})
+            _, dtypes, _ = sym.infer_type(**{n: a.dtype for n, a in bound.items()})
+            _, stypes, _ = sym.infer_storage_type(**{n: a.stype for n, a in bound.items()})
+        except NetsError:
+            return []
+        if any(s is None or d is None for s, d in zip(shapes, dtypes)):
+            return []
+        return [zeros(s, self._ctx, d, st) for s, d, st in zip(shapes, dtypes, stypes)]
 
     def _check_storage(self):
         report, verbose = [], storage_verbose()

@@ -24,6 +24,7 @@ import numpy as np
 from .. import init as init_mod
 from .. import operator, ops
 from ..base import DTypeError, NetsError, as_dtype, check_stype
+from ..name import current as current_name_manager
 from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
 from ..ops.registry import OPS, REQUIRED, Op
@@ -42,11 +43,13 @@ if TYPE_CHECKING:
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "namespace"]
 
 _FORMAT = "nets-symbol-1"
-_COUNTERS = collections.defaultdict(itertools.count)
+
+
+_MX_STYPE_IDS = {"default": 0, "row_sparse": 1, "csr": 2}  # MXNet's storage type ids
 
 
 def _auto_name(op_name):
-    return f"{op_name.lower()}{next(_COUNTERS[op_name.lower()])}"
+    return current_name_manager().get(None, op_name.lower())
 
 
 class _FunctionOp:
@@ -269,8 +272,14 @@ class Symbol:
         return dict(node.var if node.op is None else node.attrs)
 
     def attr(self, key):
-        """Attribute ``key`` of this single output's node (None if unset)."""
-        return self.list_attr().get(key)
+        """Attribute ``key`` of this single output's node (None if unset). MXNet's key
+        ``__storage_type__`` answers a variable's declared storage type as MXNet's id
+        (``'0'`` default, ``'1'`` row_sparse, ``'2'`` csr)."""
+        attrs = self.list_attr()
+        if key == "__storage_type__" and key not in attrs:
+            stype = attrs.get("stype")
+            return None if stype is None else str(_MX_STYPE_IDS[stype])
+        return attrs.get(key)
 
     def __len__(self):
         return len(self._outputs)

@@ -173,7 +173,7 @@ def _read_all(it):
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 40, 1 << 20])
-@pytest.mark.parametrize("batch_size", [1, 5, 64])
+@pytest.mark.parametrize("batch_size", [1, 5, 23])
 def test_libsvmiter_rows_for_any_chunk_size(libsvm_file, chunk_bytes, batch_size):
     path, X, y = libsvm_file
     it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=batch_size,
@@ -188,10 +188,17 @@ def test_libsvmiter_rows_for_any_chunk_size(libsvm_file, chunk_bytes, batch_size
 @pytest.mark.parametrize("chunk_bytes", [30, 1 << 20])
 def test_libsvmiter_parts_partition_the_rows(libsvm_file, num_parts, chunk_bytes):
     path, X, y = libsvm_file
-    parts = [_read_all(data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,),
-                                       batch_size=4, round_batch=False, num_parts=num_parts,
-                                       part_index=p, chunk_bytes=chunk_bytes))
-             for p in range(num_parts)]
+
+    def part(p):
+        it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=1,
+                             round_batch=False, num_parts=num_parts, part_index=p,
+                             chunk_bytes=chunk_bytes)
+        try:
+            return _read_all(it)
+        except NetsError as e:  # a part with no line start has no rows: it says so
+            assert f"(part {p} of {num_parts}) has no rows" in str(e)
+            return np.zeros((0, N_FEATURES)), np.zeros(0), []
+    parts = [part(p) for p in range(num_parts)]
     np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), X)
     np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)
     if num_parts < 7:
@@ -231,10 +238,34 @@ def test_libsvmiter_round_batch_and_reset(libsvm_file):
     again = list(it)
     for a, b in zip(first, again):
         np.testing.assert_array_equal(rows_of(a.data[0]), rows_of(b.data[0]))
-    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=50)
-    (only,) = list(it)  # fewer rows than a batch: the file is repeated
-    assert only.pad == 27
-    np.testing.assert_array_equal(rows_of(only.data[0]), np.concatenate([X, X, X[:4]]))
+
+
+@pytest.mark.parametrize("round_batch", [True, False])
+@pytest.mark.parametrize("batch_size", [24, 50, 10 ** 9])
+def test_libsvmiter_refuses_a_batch_larger_than_the_rows(libsvm_file, round_batch,
+                                                         batch_size):
+    """Fewer rows than a batch: MXNet raises; a padded batch would repeat the file (or be
+    mostly empty rows). The count is known at the end of the first pass, before a batch."""
+    path, X, _ = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=batch_size,
+                         round_batch=round_batch, chunk_bytes=40)
+    with pytest.raises(NetsError, match=rf"batch_size={batch_size} is larger than the "
+                                        rf"{len(X)} rows of data_libsvm=.*rows.svm"):
+        it.next()
+    it.reset()
+    with pytest.raises(NetsError, match="at most 23"):
+        list(it)
+    ok = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=len(X))
+    (only,) = list(ok)
+    assert only.pad == 0
+
+
+def test_libsvmiter_refuses_a_file_without_rows(tmp_path):
+    path = tmp_path / "comments.svm"
+    path.write_text("# a header\n\n   \n")
+    it = data.LibSVMIter(data_libsvm=str(path), data_shape=(4,), batch_size=1)
+    with pytest.raises(NetsError, match=r"comments.svm' has no rows"):
+        it.next()
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -413,12 +444,18 @@ def test_ndarrayiter_mxnet_unit_test_counts():
                                   np.r_[np.arange(896, 1000), np.arange(24)] // 100)
 
 
-def test_ndarrayiter_pad_repeats_when_the_batch_exceeds_the_data():
-    it = data.NDArrayIter(np.arange(10), batch_size=205, last_batch_handle="pad")
-    batch = it.next()
-    np.testing.assert_array_equal(batch.data[0].asnumpy(),
-                                  np.concatenate([np.tile(np.arange(10), 20), np.arange(5)]))
-    assert batch.pad == 195
+@pytest.mark.parametrize("handle", ["pad", "roll_over"])
+@pytest.mark.parametrize("batch_size", [11, 205, 10 ** 9])
+def test_ndarrayiter_refuses_a_batch_that_would_repeat_the_data(handle, batch_size):
+    """A batch larger than the data would repeat it (10**9 rows of padding over 10
+    examples): refused at construction, naming the sizes, as MXNet does."""
+    with pytest.raises(NetsError, match=rf"batch_size={batch_size} is larger than the 10 "
+                                        rf"examples of 'data'.*'{handle}'.*at most 10"):
+        data.NDArrayIter(np.arange(10), batch_size=batch_size, last_batch_handle=handle)
+    it = data.NDArrayIter(np.arange(10), batch_size=10, last_batch_handle=handle)
+    assert [b.pad for b in it] == [0]
+    it = data.NDArrayIter(np.arange(10), batch_size=10 ** 9, last_batch_handle="discard")
+    assert list(it) == []  # nothing repeated: no batch
 
 
 def test_ndarrayiter_roll_over_second_reset_and_hard_reset_drop_the_leftover():

@@ -48,8 +48,8 @@ def pull_rows(self, triples):
     return pending
 
 
-def push_changed(self, pairs):
-    answers = _push_changed(self, pairs)
+def push_changed(self, pairs, asks=None):
+    answers = _push_changed(self, pairs, asks)
     want = last_batch[0]
     rows = [r for r, _ in answers if r is not None]
     summary["changed"].append([all(np.isin(r, want).all() for r in rows),

@@ -84,10 +84,10 @@ def _loop():
     LOOP.close()
 
 
-def _push(server, key, rank, round_no, packed, hyper, changed=False):
+def _push(server, key, rank, round_no, packed, hyper, changed=False, ask=None):
     """One push of one key (``Server.push`` takes a worker's list of them); its answer."""
     async def one():
-        answer = await server.push(rank, [(key, round_no, packed)], hyper, changed)
+        answer = await server.push(rank, [(key, round_no, packed)], hyper, changed, [ask])
         return None if answer is None else answer[0]
     return one()
 
@@ -145,6 +145,32 @@ def test_a_round_answers_every_worker_with_the_rows_it_changed():
         assert rows is None
         np.testing.assert_array_equal(unpack(packed).asnumpy(), [0, 0])  # 1 - 0.5 * 2
     assert server.rounds[0].results == {} and server.rounds[1].results == {}  # all taken
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
+    """The round of the test before, each worker asking for the rows it holds: a lazy
+    update answers the changed rows among them (never the other worker's), a non-lazy one
+    (every row may change) those rows of the whole shard; an empty ask gets no row."""
+    server = Server(0, num_workers=3, timeout=5)
+    start = np.arange(12, dtype=np.float32).reshape(6, 2)
+    server.init([(0, pack(nets.nd.array(start)))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5, lazy_update=lazy))
+    g0 = np.zeros((6, 2), np.float32)
+    g0[[1, 4]] = [[1, 2], [3, 4]]
+    g1 = np.zeros((6, 2), np.float32)
+    g1[[4, 5]] = [[5, 6], [7, 8]]
+    asks = [np.array([0, 1, 4]), np.array([4, 5]), np.array([], np.int64)]
+    answers = _run(*[_push(server, 0, r, 0, pack(_rsp(g)), (1.0, 0.5), True, asks[r])
+                     for r, g in enumerate([g0, g1, np.zeros((6, 2), np.float32)])])
+    expected = start - 0.5 * (g0 + g1)
+    want = [[1, 4], [4, 5], []] if lazy else [[0, 1, 4], [4, 5], []]
+    for (rows, packed), w in zip(answers, want):
+        assert (rows is None) == (not lazy)
+        got = unpack(packed)
+        np.testing.assert_array_equal(got.indices.asnumpy(), w)
+        np.testing.assert_array_equal(got.data.asnumpy(), expected[w].reshape(-1, 2))
+    np.testing.assert_array_equal(_pull(server, 0), expected)
 
 
 def test_one_call_serves_keys_in_any_order():

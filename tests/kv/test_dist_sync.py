@@ -79,6 +79,16 @@ def test_dist_sync_trainer_equals_a_local_run_on_the_summed_gradients(dist_clust
     _same_params(tmp_path, 2, train.params(_local(2, 4)))
 
 
+def test_dist_sync_trainer_asking_for_each_batchs_rows_equals_a_local_run(dist_cluster,
+                                                                          tmp_path):
+    """As the test before, with the row_sparse embedding asking for each batch's rows
+    (``row_sparse_data``) before its forward: it then holds only those rows, and each
+    step's answer carries only those of them (no other worker's rows), bit for bit."""
+    _ok(*dist_cluster.run("train.py", 2, args=("dist_sync", 4, tmp_path),
+                          env={"TRAIN_ASKS_ROWS": "1"}), 2)
+    _same_params(tmp_path, 2, train.params(_local(2, 4)))
+
+
 def test_one_dist_worker_equals_a_local_trainer_and_its_states_continue_locally(dist_cluster,
                                                                                 tmp_path):
     """One dist_sync worker's parameters equal a local Trainer's, bit for bit (as in the

@@ -19,7 +19,7 @@ DOMAIN = {
     "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8), "arctan": (-2, 2), "sinh": (-2, 2),
     "cosh": (-2, 2), "arcsinh": (-2, 2), "arccosh": (1.2, 3), "arctanh": (-0.8, 0.8),
     "degrees": (-2, 2), "radians": (-2, 2), "erf": (-2, 2), "erfinv": (-0.8, 0.8),
-    "logical_not": (0.2, 2),
+    "logical_not": (0.2, 2), "gamma": (0.5, 3), "gammaln": (0.5, 3),
 }
 ZERO_GRAD = {"sign", "round", "rint", "ceil", "floor", "trunc", "fix", "logical_not"}
 # f(0) == 0, so a sparse input keeps its storage type, and f' is finite at 0

@@ -4,7 +4,9 @@ exactness tests, and the module those tests import to train the same model local
 Worker use: ``python train.py STORE STEPS OUT_DIR [SAVE_STATES]`` trains for STEPS steps
 on this worker's batches and each worker writes its copy of the parameters to
 OUT_DIR/params{rank}.npz (and, with SAVE_STATES, the Trainer's states to
-OUT_DIR/states{rank}.npz)."""
+OUT_DIR/states{rank}.npz). With ``TRAIN_ASKS_ROWS=1`` in the environment the row_sparse
+embedding asks for each batch's rows before its forward (``row_sparse_data``), so that it
+holds, and its steps receive, only those rows."""
 import os
 import sys
 
@@ -68,8 +70,12 @@ if __name__ == "__main__":
     rank = kv.rank
     net = build()
     trainer = nets.Trainer(net.collect_params(), optimizer(), kvstore=kv)
+    asks = os.environ.get("TRAIN_ASKS_ROWS") == "1"
     for step in range(steps):
-        gradients(net, *batch(rank, step))
+        ids, y = batch(rank, step)
+        if asks:
+            net.sparse.weight.row_sparse_data(ids)
+        gradients(net, ids, y)
         trainer.step(BATCH)
     if len(sys.argv) > 4:
         trainer.save_states(os.path.join(out_dir, f"states{rank}.npz"))
