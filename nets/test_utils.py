@@ -495,8 +495,9 @@ def check_function_gradient(fn, inputs, grad_stypes=None, eps=1e-4, rtol=1e-4, a
     produced stype) and ``backward`` (values delivered into ``.grad``). Every element of a
     differentiated input's dense equivalent is perturbed by ``+-eps`` (a sparse input is
     rebuilt in its stype, so a perturbed zero becomes stored): keep inputs small. A csr
-    input with a csr gradient is differentiated w.r.t. its stored values (DESIGN §3.4):
-    only those are perturbed, and the gradient must have the input's pattern.
+    input with a csr gradient is differentiated w.r.t. its stored values
+    (docs/mxnet-compat.md, "Gradient of a CSR input"): only those are perturbed, and the
+    gradient must have the input's pattern.
     Both evaluations run in train mode. Raises ``AssertionError`` naming the input.
     """
     from . import autograd  # autograd sits above test_utils' array helpers: imported on use

@@ -1,4 +1,5 @@
-"""`import nets` must stay cheap: no numba import, no compilation (DESIGN §7)."""
+"""`import nets` must stay cheap: no numba import, no compilation (docs/architecture.md,
+"What `import nets` loads"; numba loads at the first kernel call)."""
 import subprocess
 import sys
 

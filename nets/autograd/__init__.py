@@ -26,8 +26,9 @@ rows. ``grad`` returns gradients instead of writing ``.grad``, in
 the storage type the computation produced. A CSR leaf whose gradient slot is csr
 (its own stype, ``attach_grad()``'s default) receives, from ``backward`` and ``grad``
 alike, the gradient with respect to its stored values: its pattern (explicit zeros
-kept), each stored entry holding the full gradient there (DESIGN §3.4); declared dense
-(``attach_grad(stype='default')``, an executor's allocation) it receives the full one.
+kept), each stored entry holding the full gradient there (docs/mxnet-compat.md,
+"Gradient of a CSR input"); declared dense (``attach_grad(stype='default')``, an
+executor's allocation) it receives the full one.
 An operator that computes no gradient for a csr input (``grad_stype`` None there, not
 None for a dense one, e.g. ``FullyConnected``'s data) raises ``NetsError`` when a
 gradient must reach that input: never silent zeros. Unlike MXNet, ``grad_req='add'`` on a

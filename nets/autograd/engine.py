@@ -198,8 +198,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
 def _leaf_grad(x, contributions, fresh):
     """``(sum, owned)`` of a leaf's gradient contributions (an array, or a list of
     several; ``fresh``: the ids of those a ``fresh`` vjp made). A CSR leaf with a csr
-    gradient slot receives the gradient with respect to its stored values (DESIGN §3.4):
-    the sum sampled at its pattern (``values_at``), as ``torch.sparse.mm`` gives; a leaf
+    gradient slot receives the gradient with respect to its stored values
+    (docs/mxnet-compat.md, "Gradient of a CSR input"): the sum sampled at its pattern
+    (``values_at``), as ``torch.sparse.mm`` gives; a leaf
     declaring a dense or row_sparse gradient receives the full one."""
     if contributions.__class__ is list:
         g, merged = _sum(contributions), True

@@ -1,6 +1,7 @@
 """Optimizer updates: each kernel applies one optimizer's element-wise rule to a list of rows.
 
-Invariants the caller (``nets.optim``) guarantees:
+Invariants the caller (``nets.ops.update.RowSelection.run``, for ``nets.optim`` and the
+update operators) guarantees:
 - every array is 2-D and C-contiguous, a ``(rows, cols)`` view of a weight, gradient or state
   storage; all have one float dtype and so has every float scalar argument (the arithmetic
   runs in the array dtype, as MXNet's kernels do);
@@ -17,16 +18,17 @@ Invariants the caller (``nets.optim``) guarantees:
 
 States are flushed to zero below ``TINY`` in magnitude: moments of rows that no batch touches
 decay geometrically into float32 denormals, and arithmetic on denormals takes a slow
-microcode path on x86, which would slow every later dense pass (DESIGN §7).
+microcode path on x86, which would slow every later dense pass.
 
 Divisions use ``np.divide`` (numpy's error model): numba's ``/`` checks every float divisor
 for zero, and that branch keeps LLVM from vectorising the loop over a row. Rows are indexed
 ``w[r, j]``, not taken as 1-D views: a view costs reference counting per row, and a view
 chosen by a condition (SGD's ``mom[s] if has_mom else w[r]``) keeps numba from eliding it.
 A lazy step reads and writes scattered rows, so it waits on memory latency: ``_ahead``
-prefetches the rows of the update ``PREFETCH_AHEAD`` steps later, and the optimizer splits a
-large lazy step between threads, each core bringing its own rows in. A dense pass streams
-memory at the bandwidth one core already gets, so the optimizer runs it in one call.
+prefetches the rows of the update ``PREFETCH_AHEAD`` steps later, and ``RowSelection.run``
+splits a large lazy step between threads (``parallel_for``), each core bringing its own rows
+in. A dense pass streams memory at the bandwidth one core already gets, so it runs in one
+call, on the calling thread.
 """
 import numpy as np
 

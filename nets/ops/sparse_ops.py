@@ -340,8 +340,9 @@ def values_at(grad, like):
     """``grad`` (any stype, ``like``'s shape) sampled at the stored entries of CSR ``like``:
     a CSR array of ``like``'s pattern (explicit zeros kept) and ``grad``'s dtype. This is
     the gradient with respect to ``like``'s stored values, which a CSR leaf with a csr
-    gradient slot receives (DESIGN §3.4). ``grad`` already of that pattern is returned as
-    it is. Reads O(nnz) values of ``grad`` (a row lookup when row_sparse); never densifies."""
+    gradient slot receives (docs/mxnet-compat.md, "Gradient of a CSR input"). ``grad``
+    already of that pattern is returned as it is. Reads O(nnz) values of ``grad`` (a row
+    lookup when row_sparse); never densifies."""
     indptr, indices = like.indptr_array, like.index_array
     if grad.stype == "csr" and (grad.indptr_array is indptr
                                 or np.array_equal(grad.indptr_array, indptr)) \
