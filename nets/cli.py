@@ -234,11 +234,14 @@ def _bar(iterable, **options):
     return tqdm(iterable, file=sys.stderr, **options)
 
 
-def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_batch=None):
+def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_batch=None,
+               what=None):
     """One pass over the ``(data, label)`` batches of the reader ``batches`` (its
     ``num_batches``, once known, sizes the progress bar), labels mapped by ``target`` (see
-    ``_target``); trains when ``trainer`` is given. Returns (mean loss, list of (label,
-    output) numpy pairs for metrics)."""
+    ``_target``); trains when ``trainer`` is given. A label that is not a finite number
+    raises ``NetsError`` naming the file (the command's argument ``what``) and its line,
+    before the batch is used. Returns (mean loss, list of (label, output) numpy pairs for
+    metrics)."""
     from . import autograd
     loss_sum, count, seen = 0.0, 0, []
     # (the bar closes, clearing its line, before an error or interruption is reported; it
@@ -247,6 +250,7 @@ def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_bat
     with _bar(batches, desc=desc, unit="batch", leave=False, total=batches.num_batches,
               delay=BAR_DELAY) as bar:
         for x, y in bar:
+            _check_labels(y, batches, count, what)
             y = y if target is None else target(y)
             if trainer is not None:
                 with autograd.record():
@@ -265,6 +269,29 @@ def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_bat
     return loss_sum / max(count, 1), seen
 
 
+def _check_labels(y, reader, before, what):
+    """Refuse a batch of labels ``y`` holding NaN or an infinity (a model trained on it is
+    all NaN): ``NetsError`` naming the file of the reader ``reader`` (the command's argument
+    ``what``) and the line; ``before``: the rows of the pass before the batch."""
+    import numpy as np
+
+    from . import NetsError
+    labels = y.asnumpy()
+    bad = np.flatnonzero(~np.isfinite(labels))
+    if not bad.size:
+        return
+    from .data.reader import row_location
+    row = before + int(bad[0])
+    where = row_location(reader.files, row) if what is not None else None
+    if where:
+        place = f"{what} {where[0]}, line {where[1]}"
+    else:  # (a stream, which cannot be read again to find the line)
+        place = f"{what or 'the data'} {getattr(reader, 'source', '')!s}, row {row + 1}"
+    raise NetsError(f"{place}: label {labels[bad[0]].item()!r} is not a finite number "
+                    f"({bad.size} such labels in its batch): a model trained on it would be "
+                    f"NaN")
+
+
 # -- demo -----------------------------------------------------------------------------------
 
 DEMO_VARIANTS = ("Dense", "FullyConnectedSparse, dense grad",
@@ -279,7 +306,6 @@ def _demo(args):
     of the rows held out. Prints each epoch's training and held-out loss, then each
     variant's epoch time, weight and gradient memory, final training loss and held-out
     log-loss and AUC; ``--plot`` saves the comparison."""
-    import numpy as np
     _work_begins()
 
     from . import Trainer, data, layers, loss
@@ -532,7 +558,7 @@ def _train(args):
         raise NetsError(f"--loss softmax needs --classes K >= 2, got {args.classes}")
     lr, batch_size = _DEFAULTS.get(args.optimizer.lower(), _DEFAULT)
     lr = lr if args.lr is None else args.lr
-    batch_size = batch_size if args.batch_size is None else args.batch_size
+    batch_size = args.batch_size = batch_size if args.batch_size is None else args.batch_size
     cfg = {"features": args.features, "hidden": hidden, "loss": args.loss,
            "classes": args.classes or 2, "model": args.model}
     _seed(args)
@@ -548,26 +574,37 @@ def _train(args):
         features = max(r.n_features for r in readers)
         for r in readers:  # (the model is as wide as the widest file)
             r.n_features = features
+        if readers[0].num_batches == 0:  # (known now when the files were read whole)
+            raise _no_rows(args.train, "TRAIN")
+        if features == 0:
+            raise NetsError(f"TRAIN {args.train}: no feature index in the file (a file of "
+                            f"labels only, or of no rows): nothing to train on; give "
+                            f"--features N for a model of N features")
         if args.features is None:
             print(f"--features not given: found {features} features", file=sys.stderr)
         cfg["features"] = features
+        options = {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode}
+        _check_model_memory(cfg, args.optimizer, options, readers, args.features)
         from . import Trainer
         net = _build(cfg)
         net.initialize()
-        trainer = Trainer(net.collect_params(), args.optimizer,
-                          {"learning_rate": lr, "wd": args.wd, "wd_mode": args.wd_mode})
+        trainer = Trainer(net.collect_params(), args.optimizer, options)
         loss_fn = _loss_fn(cfg)
         _work_begins()
         for epoch in range(1, args.epochs + 1):
             t0 = time.perf_counter()
             train_loss, seen = _run_epoch(net, loss_fn, readers[0], trainer, target,
-                                          desc=f"epoch {epoch}")
+                                          desc=f"epoch {epoch}", what="TRAIN")
+            if not seen:  # (a streamed file's rows are known once read)
+                raise _no_rows(args.train, "TRAIN")
             parts = [f"epoch {epoch}", f"{time.perf_counter() - t0:.2f}s",
                      f"train loss {train_loss:.4f}"]
             parts += [f"train {k} {v:.4f}" for k, v in _metrics(cfg, seen).items()]
             if args.val:
                 val_loss, vseen = _run_epoch(net, loss_fn, readers[1], target=target,
-                                             desc="validation")
+                                             desc="validation", what="--val")
+                if not vseen:
+                    raise _no_rows(args.val, "--val")
                 parts.append(f"val loss {val_loss:.4f}")
                 parts += [f"val {k} {v:.4f}" for k, v in _metrics(cfg, vseen).items()]
             print("  ".join(parts))
@@ -575,6 +612,85 @@ def _train(args):
         net.save_parameters(args.save, extra={"nets_cli_model": cfg})
         print(f"saved model to {args.save}")
     return 0
+
+
+def _no_rows(path, what):
+    """The error for a file (the command's argument ``what``) without a row."""
+    from . import NetsError
+    return NetsError(f"{what} {path}: no rows (the file is empty or holds only blank lines "
+                     f"and comments): nothing to {'train on' if what == 'TRAIN' else 'evaluate'}")
+
+
+# What ``nets train``'s model takes per feature, beyond its weight row and the optimizer's
+# state row: initializing the weight holds about one more weight (its random values, made
+# before they are stored), so at the start it takes about twice its size.
+INIT_COPIES = 2
+
+
+def _model_bytes(cfg, optimizer, options):
+    """``(total, weight, state)``: about how many bytes ``nets train``'s model takes as it
+    is built and trained (the first layer, ``features x units`` float32, which grows with
+    the feature count; the small layers after it aside): its weight, at its initialization
+    ``INIT_COPIES`` times over, and the optimizer's state for it, measured on a one-row
+    weight (``wd_mode='catchup'`` adds 8 bytes a row)."""
+    import numpy as np
+
+    from . import nd, optim
+    units = (cfg["hidden"] + [cfg["classes"] if cfg["loss"] == "softmax" else 1])[0]
+    row = units * np.dtype(np.float32).itemsize
+    opt = optim.create(optimizer, **options)
+    state = opt.create_state_multi_precision(0, nd.zeros((1, units), dtype="float32"))
+    pending, state_row = [state], 0
+    while pending:  # (None, an array, or nested tuples of them)
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending += list(item)
+        elif item is not None:
+            state_row += int(np.prod(item.shape)) * item.dtype.itemsize
+    if options.get("wd_mode") == "catchup" and options.get("wd"):
+        state_row += 8
+    n = cfg["features"]
+    weight, state = n * row, n * state_row
+    return INIT_COPIES * weight + state, weight, state
+
+
+def _check_model_memory(cfg, optimizer, options, readers, features_given):
+    """Refuse, before anything is allocated, a model wider than the memory left
+    (``data.reader.available_memory``; not checked where that is unknown): a tiny file
+    whose largest index is 3e8 would otherwise take gigabytes. The message names the
+    feature count, where it comes from (``--features``, or the file and line of the largest
+    index), the bytes needed and available, and the remedies."""
+    from . import NetsError
+    from .data.reader import available_memory, index_location
+    available = available_memory()
+    need, weight, state = _model_bytes(cfg, optimizer, options)
+    if available is None or need <= available:
+        return
+    n = cfg["features"]
+    if features_given is not None:
+        origin = f"--features {n}"
+    else:
+        files = [f for r in readers for f in r.files]
+        where = index_location(files, n - 1)
+        origin = (f"the largest feature index, {n - 1}, on line {where[1]} of {where[0]}"
+                  if where else f"the largest feature index, {n - 1}")
+    raise NetsError(f"the model needs about {_size(need)} for {n} features ({origin}): a "
+                    f"{_size(weight)} first-layer weight, twice that while it is "
+                    f"initialized, and {_size(state)} of {optimizer} state; "
+                    f"{_size(max(available, 0))} is available. Give --features N to train on "
+                    f"fewer features (indices >= N are refused), hash the feature indices "
+                    f"into fewer columns, or shard the weight over a distributed store "
+                    f"(nets.kv, docs/distributed.md)")
+
+
+def _size(n):
+    """Bytes as a short human-readable size, then exactly."""
+    value = n
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({n:,} bytes)"
 
 
 def _predict(args):
@@ -590,9 +706,10 @@ def _predict(args):
     if args.output:
         _check_writable(args.output, "--output")
     extra = Block.read_extra(args.model)
-    cfg = (extra or {}).get("nets_cli_model")
+    cfg = extra.get("nets_cli_model") if isinstance(extra, dict) else None
     if cfg is None:
         raise NetsError(f"{args.model}: not a model saved by `nets train --save`")
+    cfg = _model_config(cfg, args.model)
     with contextlib.ExitStack() as reading:  # (parsing while the model loads)
         batches = reading.enter_context(_reader(args.data, "DATA", cfg["features"],
                                                 args.batch_size, args.read, keep=False))
@@ -605,6 +722,44 @@ def _predict(args):
     parts += [f"{k} {v:.4f}" for k, v in _predict_metrics(cfg, seen).items()]
     print("  ".join(parts), file=sys.stdout if args.output else sys.stderr)
     return 0
+
+
+def _model_config(cfg, path):
+    """The model configuration ``nets train --save`` stored in the file ``path``, checked
+    as the file's arrays are (an edited file is refused before any model is built):
+    ``features`` and ``classes`` integers (``>= 1``, ``>= 2``), ``hidden`` a list of
+    positive integers that ``model`` (when given) spells, ``loss`` one of ``_TASKS``.
+    Anything else raises ``NetsError`` naming the file, the key and the value."""
+    from . import NetsError
+
+    def bad(key, expected):
+        value = cfg.get(key, "(missing)") if isinstance(cfg, dict) else cfg
+        return NetsError(f"{path}: its model config has {key}={value!r}: expected "
+                         f"{expected} (an edited or damaged model file)")
+
+    def count(value, low):
+        return (isinstance(value, int) and not isinstance(value, bool) and value >= low)
+
+    if not isinstance(cfg, dict):
+        raise bad("nets_cli_model", "an object of the model's settings")
+    if not count(cfg.get("features"), 1):
+        raise bad("features", "a positive integer (the feature count)")
+    hidden = cfg.get("hidden")
+    if not (isinstance(hidden, list) and all(count(u, 1) for u in hidden)):
+        raise bad("hidden", "a list of positive integers (the hidden layers' units)")
+    if cfg.get("loss") not in _TASKS:
+        raise bad("loss", f"one of {sorted(_TASKS)}")
+    if not count(cfg.get("classes"), 2):
+        raise bad("classes", "an integer >= 2")
+    model = cfg.get("model", None)
+    if model is not None:
+        try:
+            spelled = _parse_model(model) if isinstance(model, str) else None
+        except NetsError:
+            spelled = None
+        if spelled != hidden:
+            raise bad("model", f"'linear' or 'mlp:UNITS,...' matching hidden={hidden!r}")
+    return cfg
 
 
 def _predict_metrics(cfg, seen):

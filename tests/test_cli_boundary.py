@@ -126,14 +126,16 @@ def test_predict_output_is_written_atomically(files, monkeypatch):
 # -- item 10: oversized batches ----------------------------------------------------------------
 
 @pytest.mark.parametrize("read", ["memory", "stream"])
-def test_a_model_too_large_for_memory_is_a_one_line_out_of_memory_error(files, read):
-    """A model of 10**12 features cannot be allocated: one line naming the options that
-    size the work (a batch larger than the file is the whole file, read either way)."""
+def test_a_model_too_large_for_memory_is_refused_before_it_is_allocated(files, read):
+    """A model of 10**12 features cannot be allocated: its estimate is refused in one line
+    naming the feature count, where it comes from, the bytes and the remedies (a batch
+    larger than the file is the whole file, read either way)."""
     proc = _run("train", files / "train.libsvm", "--features", 10**12, "--read", read,
                 "--batch-size", 10**12)
-    line = _one_line_error(proc, 1)
-    assert line.startswith("nets train: error: out of memory (")
-    assert line.endswith("reduce --batch-size 1000000000000, --features 1000000000000")
+    line = _one_line_error(proc, 2)
+    assert line.startswith("nets train: error: the model needs about ")
+    assert "for 1000000000000 features (--features 1000000000000)" in line
+    assert "is available. Give --features N" in line and "distributed store" in line
 
 
 def test_a_batch_larger_than_the_dataset_is_the_whole_dataset(files, capsys):

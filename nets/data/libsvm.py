@@ -226,8 +226,11 @@ def _count_lines(path, end):
 
 
 def _error(name, line, code, spec, token):
-    """The ``NetsError`` for the kernel's error ``code`` at ``token`` on line ``line``."""
-    return NetsError(f"{name}, line {line}: {_message(code, spec)}: {token!r}")
+    """The ``NetsError`` for the kernel's error ``code`` at ``token`` on line ``line``; its
+    attributes ``path``, ``line``, ``code`` and ``token`` say the same to a program."""
+    error = NetsError(f"{name}, line {line}: {_message(code, spec)}: {token!r}")
+    error.path, error.line, error.code, error.token = name, line, code, token
+    return error
 
 
 def _parse_part(buf, bounds, args, bases, outs, i):

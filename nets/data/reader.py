@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import nd
+from .. import kernels, nd
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..base import NetsError
@@ -254,12 +254,63 @@ def _max_line(value):
     return max_line_bytes(value)
 
 
+# -- where a row or an index is, for error messages ------------------------------------------
+
+def row_location(files: Sequence[str], row: int) -> Optional[Tuple[str, int]]:
+    """``(path, line)``: where row ``row`` (0-based, counting the rows of ``files`` end to
+    end, as a reader yields them) is, the file read again; None when a file before it is a
+    stream (a pipe or FIFO, which cannot be read again) or the row is not there. For error
+    messages: it reads the files in Python."""
+    for path in files:
+        if not os.path.isfile(path):
+            return None
+        line = 0
+        with TextReader(path) as text:
+            for buf in text.blocks(SPOOL_BYTES):
+                pieces = buf.tobytes().split(b"\n")
+                for text_line in pieces[:-1] if buf[-1] == 10 else pieces:
+                    line += 1
+                    if text_line.split(b"#", 1)[0].strip(b" \t\r"):  # (blank lines and
+                        if row == 0:                                  # comments are no rows)
+                            return path, line
+                        row -= 1
+    return None
+
+
+def index_location(files: Sequence[str], index: int,
+                   zero_based: bool = True) -> Optional[Tuple[str, int]]:
+    """``(path, line)`` of the first line of ``files`` holding the feature index ``index``
+    (as the reader numbers it); None when it is not found before a stream (a pipe or FIFO,
+    which cannot be read again). For error messages: it parses the files again up to it."""
+    for path in files:
+        if not os.path.isfile(path):
+            return None
+        try:
+            for _ in libsvm_blocks(path, index, zero_based, block=BLOCK_BYTES):
+                pass
+        except NetsError as e:  # the index is out of range for n_features=index: found
+            if getattr(e, "code", None) == kernels.libsvm.RANGE:
+                return path, e.line
+            raise
+    return None
+
+
 # -- memory or stream --------------------------------------------------------------------------
 
 def available_memory() -> Optional[int]:
     """Bytes of memory this process may still take: ``MemAvailable`` of /proc/meminfo,
-    capped by a cgroup v2 limit less its usage; None where neither is known."""
+    capped by a cgroup v2 limit less its usage and by the process's address-space limit
+    (``RLIMIT_AS``, ``ulimit -v``) less its size; None where none is known."""
     found = []
+    try:
+        import resource
+        cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if cap != resource.RLIM_INFINITY:
+            with open("/proc/self/status") as f:
+                found += [cap - int(line.split()[1]) * 1024 for line in f
+                          if line.startswith("VmSize:")]
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
     try:
         with open("/proc/meminfo") as f:
             found += [int(line.split()[1]) * 1024 for line in f
