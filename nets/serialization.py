@@ -122,14 +122,17 @@ class Declared(NamedTuple):
         return math.prod(self.shape) * self.dtype.itemsize
 
 
-def load_arrays(path, check=None):
+def load_arrays(path, check=None, max_bytes=None):
     """Read a file written by ``save_arrays``: returns ``({name: array}, config)``.
 
     ``check(config, declared)``, when given, is called once the config entry is read and
     before any array's values are: ``declared`` is ``{name: Declared}`` (each array's
     storage type, shape and dtype as the file declares them). It raises to refuse the file,
     so a caller that knows what it expects (a model's parameter shapes) refuses a
-    mismatched or oversized file before a byte of it is inflated. Only regular files are
+    mismatched or oversized file before a byte of it is inflated. ``max_bytes`` bounds the
+    bytes the arrays inflate to, all members together (their sizes in the zip directory,
+    checked before anything is read): a caller that knows how large the arrays can honestly
+    be refuses a file that claims more. Only regular files are
     read: a device, a pipe or a directory raises ``NetsError`` (an archive is read by
     seeking; an endless stream would be read whole).
 
@@ -160,7 +163,7 @@ def load_arrays(path, check=None):
             raise NetsError(f"{path}: not a regular file ({_file_kind(mode)}); nets reads "
                             f"arrays from .npz files only")
         with open(path, "rb") as f, zipfile.ZipFile(f) as z:
-            return _read_archive(path, z, os.fstat(f.fileno()).st_size, check)
+            return _read_archive(path, z, os.fstat(f.fileno()).st_size, check, max_bytes)
     except NetsError:
         raise
     except FileNotFoundError:
@@ -197,7 +200,7 @@ def _shape_text(shape, unknown="nnz"):
     return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
-def _read_archive(path, z, size, check):
+def _read_archive(path, z, size, check, max_bytes):
     infos = z.infolist()
     members = {i.filename: i for i in infos}
     if len(members) != len(infos):
@@ -215,6 +218,10 @@ def _read_archive(path, z, size, check):
                              else _DEFLATE_MAX_RATIO * (info.compress_size + 1)):
             raise NetsError(f"{path}: member {info.filename!r} claims {info.file_size} bytes "
                             f"from {info.compress_size} stored bytes")
+    inflated = sum(i.file_size for i in infos)
+    if max_bytes is not None and inflated > max_bytes:
+        raise NetsError(f"{path}: its arrays would take {inflated} bytes, more than the "
+                        f"{max_bytes} its reader allows")
     if _CONFIG + ".npy" not in members:
         raise NetsError(f"{path}: not written by nets (no {_CONFIG!r} entry)")
     try:

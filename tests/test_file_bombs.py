@@ -74,11 +74,12 @@ def test_nets_predict_refuses_an_endless_model_file(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def _bomb(path, name, shape, dtype=np.float32, chunk=16 << 20):
-    """A nets archive declaring one array ``name`` of ``shape`` whose member really holds
-    that many zero bytes, deflated (about a thousandth of their size on disk)."""
+def _bomb(path, name, shape, dtype=np.float32, chunk=16 << 20, config=None):
+    """A nets archive (with ``config``) declaring one array ``name`` of ``shape`` whose
+    member really holds that many zero bytes, deflated (about a thousandth of their size on
+    disk)."""
     dtype = np.dtype(dtype)
-    header = {"format": "nets-npz-1", "config": {},
+    header = {"format": "nets-npz-1", "config": config or {},
               "arrays": {name: {"stype": "default", "shape": list(shape),
                                 "dtype": dtype.str.lstrip("<=|")}}}
     config = np.frombuffer(json.dumps(header).encode(), np.uint8)
@@ -146,3 +147,23 @@ def test_saving_to_a_directory_is_one_line_naming_it(tmp_path, saver):
             nets.Trainer(net.collect_params(), "sgd").save_states(str(target))
     assert str(info.value) == f"{target}: is a directory; give a file name to write"
     assert os.listdir(tmp_path) == ["out"] and os.listdir(target) == []
+
+
+def test_a_planted_libsvm_cache_that_inflates_past_its_source_is_refused(tmp_path):
+    """A cache whose config names the source file exactly (its identity and hash) but whose
+    array inflates to 1 GiB is refused from the zip directory before anything inflates,
+    and the file is parsed again: the child's peak memory stays far below the bomb's."""
+    src = tmp_path / "small.libsvm"
+    src.write_text("1 0:1 3:2\n0 1:1\n")
+    nets.data.load_libsvm(str(src), cache=True)
+    cache = str(src) + ".nets.npz"
+    from nets.serialization import load_arrays
+    _, config = load_arrays(cache)  # the real key, so only the size bound can refuse it
+    os.remove(cache)
+    _bomb(cache, "X", (1 << 28,), config=config)
+    out = _run("import resource\n"
+               f"X, y = nets.data.load_libsvm({str(src)!r}, cache=True)\n"
+               "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10\n"
+               "print('loaded', X.shape, y.asnumpy().tolist(), peak < (512 << 20))",
+               headroom=3 << 30, timeout=120)
+    assert out == "loaded (2, 4) [1.0, 0.0] True", out

@@ -875,12 +875,23 @@ def _assemble(blocks, spec, path):
 
 
 def _read_cache(cache_path, key):
+    """The cached ``(X, y, qid)`` of ``key``'s file, or None. A cache made for another key
+    is refused before any array is read, and one whose arrays inflate past what the source
+    file can honestly hold (each row takes at least 2 bytes of text, each stored value 4)
+    before they are inflated."""
+    def check(config, declared):
+        if config.get("source") != key:
+            raise NetsError("stale")
+
+    size = key["file"]["size"]
+    # rows <= size / 2 (label, newline): y, qid and indptr; values <= size / 4 (i:v and a
+    # separator): data and indices; 8 bytes each at most, plus the archive's own headers
+    bound = 8 * (3 * (size // 2 + 2) + 2 * (size // 4 + 1)) + (1 << 16)
     try:
-        arrays, config = load_arrays(cache_path)
-        if config.get("source") == key:
-            return arrays["X"], arrays["y"], arrays["qid"]
+        arrays, _ = load_arrays(cache_path, check=check, max_bytes=bound)
+        return arrays["X"], arrays["y"], arrays["qid"]
     except (NetsError, KeyError):
-        pass  # a missing, stale or damaged cache is rebuilt
+        pass  # a missing, stale, damaged or oversized cache is rebuilt
     return None
 
 
