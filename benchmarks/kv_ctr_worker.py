@@ -10,9 +10,9 @@ its ``trainer.step`` (with a store: one call per server pushing the gradients an
 answering the rows the update changed, waiting for the other workers under
 ``dist_sync``, and applying those rows to the worker's weights). The bytes a step moves
 are the store's counters (``kv.stats()``, reset after the warm-up): the gradients sent
-(values, and row ids of row_sparse ones) and the answers received. Rank 0 writes the medians, the mean bytes per
-step and the run's samples/s (all workers' samples over rank 0's wall time) to
-``OUT_JSON``."""
+(values, and row ids of row_sparse ones) and the answers received. Rank 0 writes the
+medians, the mean bytes per step and the run's samples/s (all workers' samples over
+rank 0's wall time) to ``OUT_JSON``."""
 import json
 import os
 import sys

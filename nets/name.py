@@ -46,9 +46,13 @@ class Prefix(NameManager):
         return name if name else self._prefix + super().get(None, hint)
 
 
-_CURRENT = contextvars.ContextVar("nets_name_manager", default=NameManager())
+# outside any ``with`` block: one process-wide manager (MXNet's), whose counters every
+# context shares
+_DEFAULT = NameManager()
+_CURRENT = contextvars.ContextVar("nets_name_manager", default=None)
 
 
 def current():
     """The manager that names symbols now (the innermost ``with`` block's)."""
-    return _CURRENT.get()
+    manager = _CURRENT.get()
+    return _DEFAULT if manager is None else manager

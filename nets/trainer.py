@@ -17,12 +17,15 @@ The optimizer keeps every parameter's state (``Trainer.optimizer.state``, keyed 
 parameter's position in ``params``); the Trainer keeps none: it calls
 ``Optimizer.step``.
 """
-from typing import Iterable, Optional, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 from . import autograd, optim
 from .base import NetsError
 from .layers.parameter import DeferredInitializationError, Parameter, ParameterDict
 from .optim.hyper import check_number
+
+if TYPE_CHECKING:  # (the store is imported where a Trainer uses one)
+    from . import kv
 
 __all__ = ["Trainer", "StaleGradientError"]
 

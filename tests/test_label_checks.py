@@ -34,7 +34,7 @@ def test_softmax_cross_entropy_refuses_a_label_out_of_range(bad, hybridize):
         loss_fn.hybridize()
     pred = nd.array(np.zeros((3, 3), np.float32))
     pred.attach_grad()
-    with pytest.raises(nets.NetsError, match=rf"out of range.*size 3") as info:
+    with pytest.raises(nets.NetsError, match=r"out of range.*size 3") as info:
         with autograd.record():
             loss_fn(pred, nd.array([0.0, float(bad), 1.0]))
     assert str(bad) in str(info.value)

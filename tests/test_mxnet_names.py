@@ -1,6 +1,5 @@
 """MXNet names: metric 'pcc', name.NameManager, Executor.outputs at bind, base aliases."""
 import numpy as np
-import pytest
 
 import nets
 from nets import nd, sym

@@ -147,6 +147,6 @@ def test_the_package_builds_without_a_deprecation_warning(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
-    assert not re.search(r"Deprecat", log), [l for l in log.splitlines() if "eprecat" in l]
+    assert not re.search(r"Deprecat", log), [line for line in log.splitlines() if "eprecat" in line]
     wheel = next(p for p in os.listdir(tmp_path) if p.endswith(".whl"))
     assert wheel.startswith(f"nets-{nets.__version__}-")

@@ -3,7 +3,6 @@ behaviour): tolerances per dtype, almost_equal, symbolic checks, powerlaw arrays
 import numpy as np
 import pytest
 
-import nets
 from nets import nd
 from nets import sym
 from nets.test_utils import (almost_equal, assert_almost_equal, assert_exception,

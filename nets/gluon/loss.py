@@ -1,3 +1,5 @@
 """``gluon.loss``: the names of ``nets.loss``."""
+from .. import loss as _source
 from ..loss import *
-from ..loss import __all__
+
+__all__ = list(_source.__all__)

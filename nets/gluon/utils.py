@@ -1,3 +1,5 @@
 """``gluon.utils``: the names of ``nets.utils``."""
+from .. import utils as _source
 from ..utils import *
-from ..utils import __all__
+
+__all__ = list(_source.__all__)

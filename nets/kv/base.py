@@ -10,7 +10,7 @@ the Ray one of ``dist.py``) implements those and the optimizer methods.
 import importlib
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -599,7 +599,6 @@ class KVStore:
         """
         return self._start_pull_rows(self._rows_work(key, out, row_ids))
 
-    _prefetch_rows = prefetch_rows  # TRANSITION: the old name, for callers not yet renamed
 
     def _rows_work(self, key, out, row_ids):
         """``[(key, out, row_ids)]`` of ``row_sparse_pull``'s arguments, checked."""

@@ -33,7 +33,7 @@ from ..base import FLOAT_DTYPES, NetsError, ShapeError, as_dtype
 from ..arrays.csr import row_ids
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
-from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, divide, elemwise_mul,
+from .elemwise import (_np_sum_to, _sum_to, _unbroadcast, broadcast_mul, elemwise_mul,
                        equal, maximum, multiply)
 from .registry import REQUIRED, RECORDER, Op, shape_attr
 from .reshaping import reshape

@@ -279,7 +279,8 @@ _UNARY = (  # name, f(x), summary, f' (a number, a formula of x and y = f(x), No
     ("radians", np.radians, "degrees converted to radians", 1 / _DEG),
 )
 
-_LAZY_ZERO = {"erf": 0.0, "erfinv": 0.0, "gamma": np.inf, "gammaln": np.inf}  # f(0) of the scipy.special ones, imported on use
+# f(0) of the scipy.special ones, imported on use
+_LAZY_ZERO = {"erf": 0.0, "erfinv": 0.0, "gamma": np.inf, "gammaln": np.inf}
 
 for _name, _fn, _summary, _grad in _UNARY:
     globals()[_name] = map_op(_name, _fn, doc=f"Elementwise {_summary}.", grad=_grad,

@@ -2,9 +2,10 @@
 (FBGEMM's), group AdaGrad (MXNet's ``groupadagrad``), FTRL, RMSProp, Signum and signSGD,
 the ``Optimizer`` base with its registry (``create('adam', ...)``, ``register``), the
 ``Record`` it keeps per parameter in ``Optimizer.state`` and the ``RowSelection`` it hands
-to an optimizer's ``update_rows`` (``nets.ops.update``, shared with the update operators), ``save_states``/``load_states``
-(an optimizer's state to a file and back), MXNet's ``Updater``/``get_updater``, and the
-learning-rate schedulers of ``nets.optim.lr_scheduler``.
+to an optimizer's ``update_rows`` (``nets.ops.update``, shared with the update
+operators), ``save_states``/``load_states`` (an optimizer's state to a file and back),
+MXNet's ``Updater``/``get_updater``, and the learning-rate schedulers of
+``nets.optim.lr_scheduler``.
 
 With a row_sparse gradient and ``lazy_update=True`` (the default) an update reads and writes
 only the gradient's rows of the weight and of every state, dense or row_sparse.

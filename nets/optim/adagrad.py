@@ -27,7 +27,8 @@ class AdaGrad(Optimizer):
         Keeps the division finite, ``> 0``.
     **kwargs
         The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
-        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``, ``lazy_update``, ``wd_mode``.
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``lazy_update``, ``wd_mode``.
     """
 
     state_names = ("history",)
@@ -64,7 +65,8 @@ class RowWiseAdaGrad(Optimizer):
         Keeps the division finite, ``> 0``.
     **kwargs
         The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
-        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``, ``lazy_update``, ``wd_mode``.
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``lazy_update``, ``wd_mode``.
     """
 
     state_names = ("history",)
@@ -108,7 +110,8 @@ class GroupAdaGrad(RowWiseAdaGrad):
         Added to the accumulator under the square root, ``> 0``.
     **kwargs
         The ``Optimizer`` arguments: ``learning_rate``, ``wd``, ``rescale_grad``,
-        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``, ``lazy_update``, ``wd_mode``.
+        ``clip_gradient``, ``lr_scheduler``, ``multi_precision``, ``param_dict``,
+        ``lazy_update``, ``wd_mode``.
     """
 
     _eps_inside = True

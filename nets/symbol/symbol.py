@@ -10,9 +10,7 @@ argument. Graphs are immutable; ``tojson``/``load_json`` write and read them as 
 """
 from __future__ import annotations
 
-import collections
 import inspect
-import itertools
 import json
 import numbers
 import os

@@ -18,7 +18,9 @@ import numpy as np
 
 
 def nbytes(array):
-    size = lambda a: a.size * np.dtype(a.dtype).itemsize
+    def size(a):
+        return a.size * np.dtype(a.dtype).itemsize
+
     if isinstance(array, mx.ndarray.sparse.CSRNDArray):
         return size(array.data) + size(array.indices) + size(array.indptr)
     if isinstance(array, mx.ndarray.sparse.RowSparseNDArray):

@@ -4,7 +4,6 @@ with ``out=weight`` and ``lazy_update=True``) runs after renaming ``mx.`` to ``n
 and ends with the weights ``gluon.Trainer`` reaches with the same optimizers on the same
 data: the operators and the optimizers run one rule."""
 import json
-import math
 import os
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import sys
 import numpy as np
 import pytest
 
-import nets
 from nets import autograd, gluon, nd
 
 HERE = os.path.dirname(os.path.abspath(__file__))

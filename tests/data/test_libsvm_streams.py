@@ -152,8 +152,9 @@ def test_cache_needs_a_regular_file(tmp_path, plain):
     fifo = Fifo(tmp_path, text)
     with pytest.raises(NetsError, match="cache=True needs a regular file"):
         data.load_libsvm(fifo.path, cache=True)
-    with open(fifo.path, "rb") as f:  # let the writer finish
-        f.read()
+    # let the writer end (it may have written everything or met the closed pipe already):
+    # a non-blocking open never waits for a writer that is gone
+    os.close(os.open(fifo.path, os.O_RDONLY | os.O_NONBLOCK))
     fifo.join()
     packed = tmp_path / "data.svm.gz"  # a compressed regular file caches
     packed.write_bytes(gzip.compress(text))

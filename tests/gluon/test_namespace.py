@@ -1,7 +1,6 @@
 """``nets.gluon`` is MXNet's ``mx.gluon`` namespace as re-exports: every name is nets' own
 object (no copies), every import form MXNet programs use works, and ``split_data`` /
 ``split_and_load`` slice a batch as MXNet's ``gluon.utils`` does."""
-import importlib
 
 import numpy as np
 import pytest

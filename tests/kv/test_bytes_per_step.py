@@ -12,7 +12,6 @@ received about 5 times what it received at 1 (the check below allows 1.1 times).
 """
 import json
 
-import pytest
 
 ROWS_BYTES = 8  # one int64 row id
 

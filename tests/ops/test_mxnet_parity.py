@@ -123,7 +123,8 @@ def test_broadcast_like_and_crop():
     check_numeric_gradient(lambda a: nd.broadcast_like(a, nd.ones((4, 3), dtype="float64")),
                            [x])
     m = nd.array(np.arange(12.).reshape(3, 4))
-    assert_almost_equal(nd.crop(m, begin=(1, 1), end=(3, 3)), np.arange(12.).reshape(3, 4)[1:3, 1:3])
+    assert_almost_equal(nd.crop(m, begin=(1, 1), end=(3, 3)),
+                        np.arange(12.).reshape(3, 4)[1:3, 1:3])
 
 
 def test_contrib_quadratic_and_getnnz():

@@ -132,7 +132,7 @@ def test_lazy_adam_leaves_untouched_rows_of_the_factor_table():
     v0 = v.asnumpy().copy()
     opt = Adam(learning_rate=0.1, wd=0.01, lazy_update=True)
     touched = np.zeros(n, bool)
-    for step in range(3):
+    for _ in range(3):
         cols = rng.choice(n // 2, 20, replace=False)  # rows n/2.. are never in a batch
         dense = np.zeros((8, n), "float32")
         dense[rng.integers(8, size=20), cols] = rng.uniform(0.5, 2, 20)

@@ -117,7 +117,7 @@ def test_a_file_that_does_not_match_raises(tmp_path):
     with pytest.raises(nets.NetsError, match="do not match their layout"):
         load_states(path, unchanged, weights)
     for keys in ([0, 0], [0.5], [True], "0"):
-        _rewrite_config(path, lambda c: c.update(keys=keys))
+        _rewrite_config(path, lambda c, keys=keys: c.update(keys=keys))
         with pytest.raises(nets.NetsError, match="'keys' must be"):
             load_states(path, unchanged, weights)
     assert unchanged.state == {} and unchanged.num_update == 0

@@ -81,13 +81,13 @@ def store_order(kv):
     grad = np.full((10, 2), kv.rank + 1, np.float32)
     kv.push(100, nets.nd.array(grad))
     out = nets.nd.sparse.zeros("row_sparse", (10, 2))
-    pending = kv._prefetch_rows(100, out, nets.nd.array([7, 2, 7], dtype="int64"))
+    pending = kv.prefetch_rows(100, out, nets.nd.array([7, 2, 7], dtype="int64"))
     pending.wait()
     total = sum(np.full((10, 2), r + 1, np.float32) for r in range(kv.num_workers))
     assert out.indices.asnumpy().tolist() == [2, 7], out.indices.asnumpy()
     assert np.array_equal(out.data.asnumpy(), total[[2, 7]]), "prefetch after push"
     kept = nets.nd.sparse.zeros("row_sparse", (10, 2))
-    kv._prefetch_rows(100, kept, nets.nd.array([1], dtype="int64"))  # dropped unwaited
+    kv.prefetch_rows(100, kept, nets.nd.array([1], dtype="int64"))  # dropped unwaited
     kv.barrier()
     assert kept.indices.asnumpy().size == 0, "a dropped prefetch wrote its out"
 

@@ -37,7 +37,7 @@ if kv.rank == 1:
 kv.push([0, 5], [nets.nd.ones((2, 3)), nets.nd.ones((4, 2))])
 if kv.rank == 0:
     out = nets.nd.sparse.zeros("row_sparse", (4, 2))
-    pending = kv._prefetch_rows(5, out, nets.nd.array([1], dtype="int64"))
+    pending = kv.prefetch_rows(5, out, nets.nd.array([1], dtype="int64"))
     try:
         pending.wait()
     except NetsError as e:
