@@ -63,7 +63,8 @@ def _cache_state(status):
 WARM_DTYPES = ("float32", "float64")
 # every optimizer with a kernel of its own, with the options that take its other branches
 WARM_OPTIMIZERS = (("sgd", {"momentum": 0.9}), ("adam", {}), ("adagrad", {}),
-                   ("rowwise_adagrad", {}), ("ftrl", {}), ("rmsprop", {"centered": True}))
+                   ("rowwise_adagrad", {}), ("ftrl", {}), ("rmsprop", {"centered": True}),
+                   ("signum", {"momentum": 0.9}), ("signsgd", {}))
 
 
 def _warm_steps(folder):
@@ -122,6 +123,7 @@ def _warm_ops(dtype):
     out.backward()
     rsp = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(6, 3))
     nd.add_n(rsp, rsp * 2).asnumpy()
+    nd.square_sum(rsp, axis=1, keepdims=True).asnumpy()  # (factorization machines)
     # gradient rows numbered in a bitmap (a small table) and by a radix sort (a table far
     # larger than its ids)
     for ids, rows in ((nd.array([[1, 3], [3, 0]], dtype=dtype), 10),
