@@ -77,7 +77,10 @@ class Trainer:
         ``nets.kv.KVStore``. A local type name gives a store only when one is needed
         (row_sparse weights, ``update_on_kvstore=True``, compression): on one device there
         is nothing to reduce. ``kvstore=None`` never has a store; row_sparse weights are
-        then updated in place, every row present (MXNet refused this case).
+        then updated in place, every row present (MXNet refused this case). The store
+        gets the parameters' initial values here (a deferred parameter's when its data is
+        made): under a distributed store every worker holds rank 0's values before its
+        first read. Values set later (``set_data``) do not reach the store.
     compression_params : dict, optional
         Gradient compression for the store, ``{'type': '2bit', 'threshold': t}``.
     update_on_kvstore : bool, optional
@@ -127,6 +130,12 @@ class Trainer:
                 for p in self._params:
                     if p.stype == "row_sparse":
                         p.set_row_source(self._pull_rows)
+            # The store gets the initial values now, before any array is handed out under
+            # this Trainer: a parameter not yet initialized (deferred) when its data is
+            # made (Parameter.add_init_hook), never into an array a recorded op has read.
+            self._init_store_values(created=True)
+            for i in self._kv_pending:
+                self._params[i].add_init_hook(self._param_made)
 
     def _resolve_store(self, kvstore, compression_params, update_on_kvstore):
         """``(store or None, update_on_kvstore)`` by MXNet's ``Trainer._init_kvstore``."""
@@ -169,19 +178,35 @@ class Trainer:
                             f"update_on_kvstore=False")
         return store, update
 
-    def _init_store_values(self):
+    def _init_store_values(self, created=False):
         """Give the store the initial value of each parameter it lacks (a parameter whose
-        initialization is still deferred joins at a later call); when the store updates
-        the weights, each such weight then holds the store's value (rank 0's)."""
+        initialization is still deferred, or at the Trainer's creation any parameter
+        without data, joins when its data is made); when the store updates the weights,
+        each such weight then holds the store's value (rank 0's: under a distributed
+        store every worker's copy agrees before its first read).
+
+        Called at the Trainer's creation, when a pending parameter's data is made
+        (``_param_made``) and, for what is still missing, before the store is used."""
         items = []
         for i in sorted(self._kv_pending):
             try:
                 items.append((i, self._params[i].data()))
             except DeferredInitializationError:
                 continue
+            except NetsError:  # not initialized: at creation it joins when it is
+                if not created:
+                    raise
         from .kv import training as kv_training
-        kv_training.init_values(self._kvstore, items, self._update_on_kvstore)
+        with autograd.pause():
+            kv_training.init_values(self._kvstore, items, self._update_on_kvstore)
         self._kv_pending.difference_update(i for i, _ in items)
+        for i, _ in items:
+            self._params[i].remove_init_hook(self._param_made)
+
+    def _param_made(self, param):
+        """A pending parameter's data was just made (``Parameter.add_init_hook``): the
+        store gets its value before the data is handed out."""
+        self._init_store_values(created=True)
 
     def _pull_rows(self, param, row_id):
         """Pull rows ``row_id`` of ``param`` from the store into its data

@@ -8,7 +8,9 @@ store's states file is the one ``Trainer.save_states`` writes.
 What a worker's copy of a weight the store updates holds (``update_on_kvstore``):
 
 - ``init_values`` makes every worker's copy the store's value (rank 0's: MXNet's
-  broadcast); a row_sparse weight gets the store's values of the rows it holds. Under
+  broadcast); a row_sparse weight gets the store's values of the rows it holds. A
+  ``Trainer`` calls it when it is created (a deferred parameter: when its data is made),
+  so that no array a recorded op has read is written. Under
   ``dist_async`` the workers then wait for each other (a barrier), so that no worker's
   first push reaches the store before every worker has its initial copy: MXNet has no
   such wait, and a slow worker there may start from weights another one already updated.

@@ -122,6 +122,10 @@ class Parameter:
         # set by a Trainer whose KVStore holds this row_sparse weight: (param, row_id) pulls
         # those rows from the store into the data
         self._row_source = None
+        # set by a Trainer whose KVStore lacks this parameter's value: each is called (as
+        # hook(param), outside autograd's recording) when the data is made, before any
+        # caller can have it, to give the store, and take back, the initial value
+        self._init_hooks = []
 
     @staticmethod
     def _as_shape(shape):
@@ -215,11 +219,46 @@ class Parameter:
             return
         self._init_impl(chosen, ctx)
 
-    def _init_impl(self, initializer, ctx):
+    def _init_impl(self, initializer, ctx, made=True):
         data = zeros_sparse(self.stype, self._shape, ctx, self.dtype)
         init_mod.create(initializer)(self.name, data)
         self._data, self._deferred = data, None
         self._attach_grad()
+        if made:
+            self._made()
+
+    def _made(self):
+        """The data now holds its first values: run the init hooks (``add_init_hook``)."""
+        if self._init_hooks:
+            with autograd.pause():
+                for hook in list(self._init_hooks):
+                    hook(self)
+
+    def add_init_hook(self, hook: Callable[[Parameter], Any]) -> None:
+        """Call ``hook(param)`` when the data is next made (``initialize``, the end of a
+        deferred initialization, ``set_data`` of a parameter without data), before it is
+        handed out; the hook stays until ``remove_init_hook``. A Trainer whose KVStore
+        lacks the parameter's value sets one, so that the store's initial value is the
+        data's before the first read.
+
+        Parameters
+        ----------
+        hook : callable
+            Called as ``hook(param)``, outside autograd's recording.
+        """
+        if hook not in self._init_hooks:
+            self._init_hooks.append(hook)
+
+    def remove_init_hook(self, hook: Callable[[Parameter], Any]) -> None:
+        """Drop ``hook`` (set by ``add_init_hook``); nothing if it is not set.
+
+        Parameters
+        ----------
+        hook : callable
+            The hook to drop.
+        """
+        if hook in self._init_hooks:
+            self._init_hooks.remove(hook)
 
     def _finish_deferred_init(self):
         if self._deferred is None:
@@ -406,7 +445,10 @@ class Parameter:
         if self._data is None:
             self.shape = data.shape
             pending = self._deferred
-            self._init_impl(init_mod.Zero(), pending[1] if pending else None)
+            self._init_impl(init_mod.Zero(), pending[1] if pending else None, made=False)
+            self._data[:] = data
+            self._made()
+            return
         self._data[:] = data
 
     def zero_grad(self) -> None:
