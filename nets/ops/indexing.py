@@ -165,7 +165,8 @@ _backward_take = Op("_backward_take", ("data", "indices"),
 The adjoint of ``take``: zeros of ``shape`` with the slices of ``data`` added at
 ``indices`` along ``axis`` (repeated indices add up). ``stype='row_sparse'`` (``axis``
 0) stores only the rows taken: the embedding gradient. ``mode=None``: the indices are
-known to be in range (an Embedding's, checked by its forward) and are not checked again.
+known to be whole numbers in range (an Embedding's, checked by its forward) and are not
+checked again, only cast to int64.
 Its own gradient is ``take``.
 """)
 
@@ -181,8 +182,8 @@ def _(data, indices, shape, axis, mode, stype):
 
 @_backward_take.impl("default", "default")
 def _(data, indices, shape, axis, mode, stype):
-    if mode is None:  # in range already
-        axis, idx = _axis(axis, len(shape)), _int_indices(indices, "take")
+    if mode is None:  # whole numbers in range already (checked by the forward): just cast
+        axis, idx = _axis(axis, len(shape)), indices.values.astype(INDEX_DTYPE, copy=False)
     else:
         axis, idx = _take_indices(shape, indices, axis, mode)
     # Sort the indices and add up the runs of equal ones (axis moved to the front).

@@ -229,6 +229,45 @@ def test_embedding_sparse_grad_is_canonical(dtype):
     assert_almost_equal(dense, want)
 
 
+@pytest.mark.parametrize("id_dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("sparse_grad", [False, True])
+def test_embedding_gradient_of_non_int64_ids(id_dtype, sparse_grad):
+    """Ids as float32 (as MXNet programs pass them), float64 or int32 give the gradient of
+    the same ids as int64: the backward casts the ids the forward checked, large ids
+    included."""
+    n = 1 << 21
+    ids = np.array([[7, 2, 7], [0, 9, 2], [1 << 20, 3, n - 1]], dtype=np.int64)
+    head = nd.array(np.random.default_rng(4).normal(size=ids.shape + (2,)))
+    grads = {}
+    for dtype in ("int64", id_dtype):
+        w = nd.array(np.arange(2 * n, dtype=np.float32).reshape(n, 2))
+        w.attach_grad(stype="row_sparse" if sparse_grad else "default")
+        with autograd.record():
+            y = nd.Embedding(nd.array(ids, dtype=dtype), w, input_dim=n, output_dim=2,
+                             sparse_grad=sparse_grad)
+        assert_almost_equal(y, w.asnumpy()[ids], rtol=0, atol=0)
+        y.backward(head)
+        grads[dtype] = w.grad
+    want, got = grads["int64"], grads[id_dtype]
+    assert got.stype == want.stype
+    if sparse_grad:
+        np.testing.assert_array_equal(got.indices.asnumpy(), want.indices.asnumpy())
+        np.testing.assert_array_equal(got.data.asnumpy(), want.data.asnumpy())
+    else:
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+@pytest.mark.parametrize("bad", [2.5, float("nan"), -1.0, 6.0])
+def test_embedding_bad_float_id_raises_while_recording(bad):
+    """The backward trusts the ids: a fractional, NaN or out-of-range float id is refused
+    by the recorded forward, before any gradient is taken."""
+    w = rand_ndarray((6, 3))
+    w.attach_grad()
+    with autograd.record():
+        with pytest.raises(NetsError, match=r"data\[1\]"):
+            nd.Embedding(nd.array([1.0, bad]), w, input_dim=6, output_dim=3, sparse_grad=True)
+
+
 @pytest.mark.parametrize("sparse_grad", [False, True])
 def test_embedding_second_order(sparse_grad):
     """The weight gradient is an operator (take's adjoint), so create_graph records it."""
