@@ -16,6 +16,13 @@ the whole process, start-up included):
 - ``load_libsvm first call``  in a process with a warm cache: the first ``load_libsvm`` of the
                               file (kernels load from the cache), and a second call (timed
                               inside the process: no CPU column)
+- ``scikit-learn``            the reference: a fresh process doing the same job with
+                              scikit-learn (``load_svmlight_file``, one epoch of
+                              ``SGDClassifier(loss='log_loss')``, the model saved); skipped
+                              when scikit-learn is not installed (``pip install -e ".[bench]"``)
+
+The goal: the cold ``nets train`` within 2.5x scikit-learn's time, as a ratio of medians
+measured in this run.
 
 A fresh install is what ``pip install`` leaves: every module's bytecode present (numpy's,
 numba's and the others' as installed; this checkout's nets compiled first, untimed, with
@@ -48,6 +55,17 @@ import startup
 from nets.test_utils import make_sparse_dataset
 
 ROWS, FEATURES, NNZ = 1_000, 10_000, 30
+
+SKLEARN = """
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+from sklearn.linear_model import SGDClassifier
+X, y = load_svmlight_file({path!r}, n_features={features})
+X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)  # (SGD's index type)
+model = SGDClassifier(loss="log_loss", max_iter=1, tol=None).fit(X, y)
+np.savez({out!r}, coef=model.coef_, intercept=model.intercept_)
+"""
+COLD_GOAL = 2.5  # the cold nets train within this many times scikit-learn's process
 
 LOAD = """
 import time
@@ -106,7 +124,14 @@ def main():
         times = {name: [] for name in ("import numpy, scipy", "import nets",
                                        "nets train (cold)", "nets train (warm)",
                                        "nets warmup (cold)", "nets warmup (warm)",
-                                       "load_libsvm first call", "load_libsvm second call")}
+                                       "load_libsvm first call", "load_libsvm second call",
+                                       "scikit-learn")}
+        try:
+            import sklearn  # noqa: F401  (only whether the reference can run)
+            sklearn_argv = [py, "-c", SKLEARN.format(path=path, features=FEATURES,
+                                                     out=os.path.join(tmp, "sk.npz"))]
+        except ImportError:
+            sklearn_argv = None
         for rep in range(max(args.reps, args.warmup_reps)):
             if rep < args.reps:
                 env = fresh()
@@ -121,6 +146,8 @@ def main():
                 first, second = map(float, out.split())
                 times["load_libsvm first call"].append((first, float("nan")))
                 times["load_libsvm second call"].append((second, float("nan")))
+                if sklearn_argv:
+                    times["scikit-learn"].append(run(sklearn_argv, env))
             if rep < args.warmup_reps:
                 env = fresh()
                 times["nets warmup (cold)"].append(run([py, "-m", "nets", "warmup"], env))
@@ -136,8 +163,21 @@ def main():
     print(f"warm nets train over import numpy, scipy: {warm['min_s'] - floor['min_s']:.2f} s "
           f"wall (fastest of each), {warm['cpu_median_s'] - floor['cpu_median_s']:.2f} s CPU "
           f"(medians)")
+    goals = []
+    if "scikit-learn" in results:
+        ref = results["scikit-learn"]["median_s"]
+        for case, goal in (("nets train (cold)", COLD_GOAL), ("nets train (warm)", None)):
+            value = results[case]["median_s"] / ref
+            goals.append({"what": f"{case} / scikit-learn", "value": value, "goal": goal,
+                          "met": None if goal is None else value <= goal})
+            print(f"{case} / scikit-learn: {value:.2f}x"
+                  + ("" if goal is None else f"  (goal <= {goal}x: "
+                     f"{'met' if value <= goal else 'not met'})"))
+    else:
+        print("scikit-learn not installed: no reference, no goal (pip install -e '.[bench]')")
     print(json.dumps({"bench": "coldstart", "rows": ROWS, "features": FEATURES,
-                      "nnz_per_row": NNZ, "cpus": os.cpu_count(), "results": results}))
+                      "nnz_per_row": NNZ, "cpus": os.cpu_count(), "results": results,
+                      "goals": goals}))
 
 
 if __name__ == "__main__":
