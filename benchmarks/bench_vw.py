@@ -197,6 +197,7 @@ def main():
         for cpus in (int(c) for c in args.cpus.split(",")):
             times = {tool: [] for tool in cmds}
             cpu = {tool: [] for tool in cmds}
+            ends = {tool: [] for tool in cmds}  # train + predict of one rep, end to end
             for train, _, _ in cmds.values():
                 run(train, cpus)  # warm-up: numba's kernel cache, the page cache
             for rep in range(args.reps):
@@ -205,15 +206,19 @@ def main():
                     wall, used = run(cmds[tool][0], cpus)
                     times[tool].append(wall)
                     cpu[tool].append(used)
+                    predict = cmds[tool][1]
+                    if predict is not None:  # this rep's model on the test file
+                        ends[tool].append(wall + run(predict, cpus)[0])
             for tool, (_, predict, pred_file) in cmds.items():
                 log_loss = auc = None
                 if predict is not None:  # (the models of the last reps on the train file)
-                    run(predict, cpus)
                     log_loss, auc = held_out(tool, pred_file, labels)
                 t = times[tool]
                 results.append({"tool": tool, "cpus": cpus, "median_s": float(np.median(t)),
                                 "min_s": min(t), "max_s": max(t),
                                 "cpu_median_s": float(np.median(cpu[tool])),
+                                "end_to_end_s": float(np.median(ends[tool]))
+                                if ends[tool] else None,
                                 "test_log_loss": log_loss,
                                 "test_auc": auc})
     size = os.path.getsize(paths["train.svm"]) / 1e6
@@ -221,19 +226,31 @@ def main():
           f"({size:.0f} MB LibSVM), test {args.test_rows:,} rows; {args.reps} reps; "
           f"{platform.processor() or platform.machine()}")
     print(f"{'cpus':>4}  {'tool':<10} {'wall s (median)':>15} {'min-max':>13} {'cpu s':>6} "
-          f"{'test log-loss':>13} {'AUC':>7}  {'vw / nets wall':>14}")
+          f"{'train+predict s':>15} {'test log-loss':>13} {'AUC':>7}  {'vw / nets wall':>14}")
+    goals = []
     for r in results:
         vw = next(v for v in results if v["tool"] == "vw" and v["cpus"] == r["cpus"])
         ratio = f"{vw['median_s'] / r['median_s']:.2f}x" if r["tool"] == "nets" else ""
         quality = (f"{r['test_log_loss']:>13.4f} {r['test_auc']:>7.4f}"
                    if r["test_log_loss"] is not None else f"{'':>13} {'':>7}")
+        end = f"{r['end_to_end_s']:>15.2f}" if r["end_to_end_s"] is not None else f"{'':>15}"
         print(f"{r['cpus']:>4}  {r['tool']:<10} {r['median_s']:>15.2f} "
               f"{r['min_s']:>6.2f}-{r['max_s']:<6.2f} {r['cpu_median_s']:>6.2f} "
-              f"{quality}  {ratio:>14}")
+              f"{end} {quality}  {ratio:>14}")
+        if r["tool"] == "nets" and r["end_to_end_s"] and vw["end_to_end_s"]:
+            # the goal: end to end no slower than VW, at a log-loss no worse than VW's + 0.005
+            value = vw["end_to_end_s"] / r["end_to_end_s"]
+            close = r["test_log_loss"] <= vw["test_log_loss"] + 0.005
+            goals.append({"what": f"{r['cpus']} CPU: VW / nets train+predict wall",
+                          "value": value, "goal": 1.0, "log_loss_ok": close,
+                          "met": value >= 1.0 and close})
+    for g in goals:
+        print(f"goal {g['what']}: {g['value']:.2f}x (>= 1x at log-loss <= VW's + 0.005: "
+              f"{'met' if g['met'] else 'not met'})")
     print(json.dumps({"bench": "vw", "vw_lr": args.vw_lr, "rows": args.rows,
                       "test_rows": args.test_rows,
                       "features": args.features, "nnz": args.nnz, "train_mb": size,
-                      "reps": args.reps, "results": results}))
+                      "reps": args.reps, "results": results, "goals": goals}))
 
 
 if __name__ == "__main__":
