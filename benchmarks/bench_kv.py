@@ -1,8 +1,21 @@
-"""The Ray transport of ``nets.kv``'s distributed store next to a shared-memory floor.
+"""``nets.kv``'s distributed store on Ray: MXNet's sparse click-through Module program
+against single-process nets, and the transport next to a shared-memory floor.
 
-Starts a Ray cluster on 127.0.0.1 (``nets.kv.cluster.start_local``, as the launcher does)
-with one server, joins it as the store's only worker (``dist_sync``, 1 worker, 1 server)
-and times, after a warm-up:
+CTR runs first, each a fresh launch (``python -m nets.kv.launch -n W -s S -- python
+benchmarks/kv_ctr_worker.py ...``: a Ray cluster of its own) or, for ``none``, one
+process without a store: the program of ``benchmarks/kv_ctr_worker.py`` (W2's data, csr
+batches of 512 per worker, a 10^6 x 64 row_sparse weight, lazy Adam on the servers,
+``prepare(next batch, sparse_row_id_fn)`` after each ``update``) single-process, and on
+``dist_sync`` at (workers, servers) = (1, 1) and (2, 2) and ``dist_async`` at (2, 2).
+Each row gives samples/s over all workers and its ratio to the single process; the
+per-step breakdown (ms per step: wall, rank 0's process CPU, and medians of ``forward``
+- which takes the rows the last ``prepare`` pulled, so it holds the wait for the step's
+exchange -, ``backward``, ``update``, ``prepare``); the bytes one worker's step moves
+(the store's counters); the seconds from the launcher's start to the last worker's first
+step; ``init_params``' seconds.
+
+Then, in a cluster started here (``nets.kv.cluster.start_local``) with one server,
+joined as the store's only worker, after a warm-up:
 
 - Ray's own cost of a call: a no-op method of a bare actor, sync and asyncio (the
   store's actors are asyncio actors);
@@ -10,23 +23,13 @@ and times, after a warm-up:
 - a 7,400 x 64 float32 dense push + pull of one key (no optimizer: the sum replaces the
   value), fused (``kv.pushpull``: one call) and as ``kv.push`` then ``kv.pull``, next to
   copying the same bytes into and out of a ``multiprocessing`` shared-memory block (the
-  floor any inter-process transport pays); the ratio the transport goal reads is the
-  fused one;
-- a ``row_sparse_pull`` of 7,400 random rows of a 1,000,000 x 64 key;
+  floor any inter-process transport pays);
+- a ``row_sparse_pull`` of 7,400 random rows of a 1,000,000 x 64 key.
 
-then W2's click-through model (``run.py``'s W2, lazy Adam, batch 512 per worker) trained
-by ``benchmarks/kv_ctr_worker.py`` single-process without a store, and with
-``Trainer(kvstore=...)`` on ``dist_sync`` at (workers, servers) = (1, 1) and (2, 2) and on
-``dist_async`` at (2, 2): samples/s over all workers, and the median ms per step of the
-compute (forward and backward) and of ``trainer.step`` (with a store: one call per
-server pushing the gradients, the servers' update, the answer with the rows it changed,
-waiting for the other workers, applying the rows), and the bytes one worker's step sends
-and receives (counted by the worker at the store).
+Prints the tables and one JSON line.
 
-Prints a table and one JSON line.
-
-    python benchmarks/bench_kv.py [--reps 20] [--steps 60] [--quick] [--data-dir DIR]
-                                  [--transport-only]
+    python benchmarks/bench_kv.py [--steps 180] [--reps 20] [--quick] [--data-dir DIR]
+                                  [--transport-only | --ctr-only]
 """
 import argparse
 import json
@@ -47,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # nets from this checkout, not an installed one
 import nets
 import workloads as wl
+from kv_ctr_worker import PHASES
 from nets.kv import cluster
 
 ROWS, COLS, TABLE = 7_400, 64, 1_000_000
@@ -56,24 +60,26 @@ WORKER = os.path.join(HERE, "kv_ctr_worker.py")
 CTR_RUNS = [("none", 1, 0), ("dist_sync", 1, 1), ("dist_sync", 2, 2), ("dist_async", 2, 2)]
 
 
-def _ctr(address, store, workers, servers, args):
-    """One CTR run: its rank 0's JSON results."""
+def _ctr(store, workers, servers, args):
+    """One CTR run: its rank 0's JSON results. A store's run is a fresh launch (``python -m
+    nets.kv.launch``: a cluster of its own), timed from the launcher's start."""
     out = os.path.join(args.data_dir, f"kv_ctr_{store}_{workers}_{servers}.json")
     cmd = [sys.executable, WORKER, store, str(args.steps), args.data_dir,
            "1" if args.quick else "0", out]
-    if store == "none":
-        codes = [subprocess.run(cmd).returncode]
-    else:
-        group = cluster.Group(workers, servers)
-        try:
-            codes = cluster.run_workers(cmd, [group.environment(r, address)
-                                              for r in range(workers)])
-        finally:
-            group.close()
-    if any(codes):
-        raise SystemExit(f"CTR run {store} ({workers}, {servers}) failed: {codes}")
+    if store != "none":
+        cmd = [sys.executable, "-m", "nets.kv.launch", "-n", str(workers), "-s",
+               str(servers), "--"] + cmd
+    env = dict(os.environ, NETS_BENCH_LAUNCH=repr(time.time()))
+    code = subprocess.run(cmd, env=env, cwd=os.path.dirname(HERE)).returncode
+    if code:
+        raise SystemExit(f"CTR run {store} ({workers}, {servers}) failed: {code}")
     with open(out) as f:
-        return json.load(f)
+        result = json.load(f)
+    for rank in range(1, workers):  # launch to first step: the last worker's
+        with open(f"{out}.{rank}") as f:
+            result["launch_to_first_step_s"] = max(result["launch_to_first_step_s"],
+                                                   json.load(f)["launch_to_first_step_s"])
+    return result
 
 
 class _NoOp:
@@ -105,17 +111,8 @@ def _medians_ms(fns, reps, warmup=3):
     return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=60, help="timed steps per CTR worker")
-    parser.add_argument("--quick", action="store_true", help="W2's 20,000-row data")
-    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
-                                                           "nets-bench-data"))
-    parser.add_argument("--transport-only", action="store_true",
-                        help="only the round trip, push+pull and row pull timings")
-    args = parser.parse_args()
-
+def _transport(args):
+    """The transport measures (see the module's docstring), in a cluster started here."""
     address = cluster.start_local(object_store_memory=512 * 2**20)
     group = cluster.Group(1, 1)
     os.environ.update(group.environment(0, address))
@@ -154,6 +151,8 @@ def main():
     finally:
         shm.close()
         shm.unlink()
+        group.close()
+        ray.shutdown()
     floor = results["shm_copy_ms"]
     results["pushpull_over_shm"] = results["pushpull_ms"] / floor
     results["push_then_pull_over_shm"] = results["push_then_pull_ms"] / floor
@@ -165,19 +164,46 @@ def main():
         print(f"{key[:-3]:<28}{results[key]:>11.3f}")
     print(f"fused pushpull is {results['pushpull_over_shm']:.1f}x the shared-memory copy "
           f"(push then pull: {results['push_then_pull_over_shm']:.1f}x)")
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=180, help="timed steps per CTR worker")
+    parser.add_argument("--quick", action="store_true", help="W2's 20,000-row data")
+    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
+                                                           "nets-bench-data"))
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--transport-only", action="store_true",
+                      help="only the round trip, push+pull and row pull timings")
+    only.add_argument("--ctr-only", action="store_true", help="only the CTR runs")
+    args = parser.parse_args()
+    wl.w2_arrays(args.data_dir, args.quick)  # (made once, before any run is timed)
 
     ctr = {}
     for store, workers, servers in [] if args.transport_only else CTR_RUNS:
-        ctr[f"{store}:{workers}x{servers}"] = _ctr(address, store, workers, servers, args)
-    print(f"\nW2 CTR, batch {wl.W2['batch']} per worker, "
-          f"{args.steps} timed steps each")
-    print(f"{'run':<22}{'samples/s':>11}{'compute ms':>12}{'step ms':>10}"
-          f"{'MB/worker-step':>16}")
-    for name, r in ctr.items():
-        print(f"{name:<22}{r['samples_per_s']:>11,.0f}{r['compute_ms']:>12.2f}"
-              f"{r['step_ms']:>10.2f}{r['bytes_per_step'] / 1e6:>16.2f}")
+        ctr[f"{store}:{workers}x{servers}"] = _ctr(store, workers, servers, args)
+    results = {} if args.ctr_only else _transport(args)
+    if ctr:
+        single = ctr["none:1x0"]["samples_per_s"]
+        print(f"\nMXNet's sparse CTR Module program on W2, batch {wl.W2['batch']} per "
+              f"worker, {args.steps} timed steps each; ms per step: medians of its phases")
+        print(f"{'run':<18}{'samples/s':>11}{'/single':>9}{'step':>7}{'cpu':>6}"
+              + "".join(f"{p:>10}" for p in PHASES)
+              + f"{'MB/step':>9}{'launch s':>10}{'init_params s':>15}")
+        for name, r in ctr.items():
+            r["over_single"] = r["samples_per_s"] / single
+            launch = r.get("launch_to_first_step_s")
+            print(f"{name:<18}{r['samples_per_s']:>11,.0f}{r['over_single']:>9.2f}"
+                  f"{r['step_ms']:>7.2f}{r['cpu_ms']:>6.2f}"
+                  + "".join(f"{r[p + '_ms']:>10.2f}" for p in PHASES)
+                  + f"{r['bytes_per_step'] / 1e6:>9.2f}"
+                  + (f"{launch:>10.2f}" if launch is not None else f"{'-':>10}")
+                  + f"{r['init_params_s']:>15.2f}")
     print(json.dumps({"bench": "kv", "rows": ROWS, "cols": COLS, "table_rows": TABLE,
-                      "reps": args.reps, **results, "ctr": ctr}))
+                      "reps": args.reps, "steps": args.steps, "quick": args.quick,
+                      **results, "ctr": ctr}))
 
 
 if __name__ == "__main__":

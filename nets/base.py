@@ -14,7 +14,8 @@ import numpy as np
 
 __all__ = [
     "NetsError", "ShapeError", "StorageTypeError", "SparseFormatError", "DTypeError",
-    "ContextError", "StorageFallbackWarning", "DenseResultWarning", "STYPES", "DEFAULT_DTYPE",
+    "ContextError", "OperatorArgumentError", "StorageFallbackWarning", "DenseResultWarning",
+    "STYPES", "DEFAULT_DTYPE",
     "INDEX_DTYPE", "FLOAT_DTYPES", "SUPPORTED_DTYPES",
     "Context", "cpu", "gpu", "num_gpus", "current_context", "as_dtype", "check_dtype",
     "check_number",
@@ -68,6 +69,12 @@ class SparseFormatError(NetsError, ValueError):
 
 class DTypeError(NetsError, TypeError):
     """A dtype that cannot be used where it was given."""
+
+
+class OperatorArgumentError(NetsError, TypeError):
+    """An operator called with an argument it does not take, or without one it needs (the
+    message names the operator and the argument). A ``TypeError``, as for any Python
+    function, and a ``NetsError`` (MXNet's ``MXNetError``, which MXNet raises there)."""
 
 
 class ContextError(NetsError):

@@ -134,6 +134,27 @@ def _warm_ops(dtype):
             out = emb(ids)
         out.backward()
         clip_global_norm([emb.weight.grad(), emb.weight.data()], 1.0)
+    # the sum of a product in a cached graph: one fused operator (matrix factorization's
+    # batch of dot products) and its gradient
+    dots = _Dots()
+    dots.hybridize()
+    a = nd.ones((4, 3), dtype=dtype)
+    a.attach_grad()
+    for _ in range(2):  # (the first call traces the graph, the second runs it fused)
+        with autograd.record():
+            out = dots(a, nd.ones((4, 3), dtype=dtype))
+        out.backward()
+
+
+def _Dots():
+    """A block of rows' dot products, ``(a * b).sum(axis=1)`` (made here: ``layers`` loads
+    only when a warmup runs)."""
+    from .layers import HybridBlock
+
+    class Dots(HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return (a * b).sum(axis=1)
+    return Dots()
 
 
 def _warm_train(optimizer, options, dtype, cfg=None):
@@ -246,11 +267,13 @@ def _run_epoch(net, loss_fn, batches, trainer=None, target=None, desc="", on_bat
     metrics)."""
     from . import autograd
     loss_sum, count, seen = 0.0, 0, []
-    # (the bar closes, clearing its line, before an error or interruption is reported; it
-    # is first drawn after BAR_DELAY seconds, inside the `with`: a short pass draws none,
-    # and Ctrl-C never leaves one drawn by the constructor)
-    with _bar(batches, desc=desc, unit="batch", leave=False, total=batches.num_batches,
-              delay=BAR_DELAY) as bar:
+    # (a bar on a terminal only: a log has no use for a redrawn line, and a pass without
+    # one does not import tqdm. The bar closes, clearing its line, before an error or
+    # interruption is reported; it is first drawn after BAR_DELAY seconds, inside the
+    # `with`: a short pass draws none, and Ctrl-C never leaves one drawn by the constructor)
+    progress = (_bar(batches, desc=desc, unit="batch", leave=False, total=batches.num_batches,
+                     delay=BAR_DELAY) if sys.stderr.isatty() else contextlib.nullcontext(batches))
+    with progress as bar:
         for x, y in bar:
             _check_labels(y, batches, count, what)
             y = y if target is None else target(y)
@@ -792,8 +815,10 @@ def _write_predictions(args, cfg, net, batches):
             raw = net(x).asnumpy()
             seen.append((y.asnumpy(), raw))
             pred = _to_output(cfg, raw)
-            if pred.ndim == 1:  # (Python floats format several times faster than numpy's)
-                yield "".join([f"{v:.6g}\n" for v in pred.tolist()])
+            if pred.ndim == 1:  # (Python floats format several times faster than numpy's,
+                # and one %-format of them all faster than a format per value)
+                values = pred.tolist()
+                yield ("%.6g\n" * len(values)) % tuple(values)
             else:
                 yield "".join([" ".join([f"{v:.6g}" for v in row]) + "\n"
                                for row in pred.tolist()])

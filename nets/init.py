@@ -8,7 +8,9 @@ default ``Uniform(0.07)`` leaves biases at zero. Random draws come from
 """
 import numpy as np
 
-from .base import NetsError
+from .arrays import aligned
+from .arrays.row_sparse import RowSparseNDArray
+from .base import INDEX_DTYPE, NetsError
 from .random import generator
 
 __all__ = ["Initializer", "Zero", "One", "Constant", "Uniform", "Normal", "Xavier", "create",
@@ -39,7 +41,7 @@ class Initializer:
     def __call__(self, name, arr):
         """Fill ``arr`` (any storage type) in place; returns ``arr``."""
         dense = arr.stype == "default"
-        values = arr.values if dense else np.zeros(arr.shape, dtype=arr.dtype)  # no copy if dense
+        values = arr.values if dense else aligned.zeros(arr.shape, arr.dtype)  # no copy if dense
         name = str(name)
         if name.endswith(("bias", "beta", "moving_mean", "running_mean")):
             values[...] = 0
@@ -47,8 +49,14 @@ class Initializer:
             values[...] = 1
         else:
             self._init_weight(name, values)
-        if not dense:
-            arr[:] = values  # keeps arr's storage type
+        if not dense:  # (keeps arr's storage type)
+            if arr.stype == "row_sparse" and values.ndim and np.all(values.any(
+                    axis=tuple(range(1, values.ndim)))):  # every row stored: adopt values
+                arr.assign_result(RowSparseNDArray(values, np.arange(len(values),
+                                                                     dtype=INDEX_DTYPE),
+                                                   arr.shape, arr.context))
+            else:
+                arr[:] = values
         return arr
 
     def _init_weight(self, name, values):
@@ -133,19 +141,32 @@ class Xavier(Initializer):
         (_uniform if self.rnd_type == "uniform" else _normal)(values, scale)
 
 
+def _draw_target(values):
+    """Where to draw: ``values`` itself when it has the draw's dtype and is C-contiguous
+    (no temporary of its size; the same numbers as a draw of its shape), else a new array."""
+    dtype = _draw_dtype(values)
+    if values.dtype == dtype and values.flags.c_contiguous:
+        return values
+    return np.empty(values.shape, dtype)
+
+
 def _uniform(values, scale):
     """``values[...] = U(-scale, scale)`` drawn in ``values``' precision, in place."""
-    draw = generator().random(values.shape, dtype=_draw_dtype(values))
+    draw = _draw_target(values)
+    generator().random(dtype=draw.dtype, out=draw)
     draw *= 2 * scale
     draw -= scale
-    values[...] = draw
+    if draw is not values:
+        values[...] = draw
 
 
 def _normal(values, sigma):
     """``values[...] = N(0, sigma**2)`` drawn in ``values``' precision, in place."""
-    draw = generator().standard_normal(values.shape, dtype=_draw_dtype(values))
+    draw = _draw_target(values)
+    generator().standard_normal(dtype=draw.dtype, out=draw)
     draw *= sigma
-    values[...] = draw
+    if draw is not values:
+        values[...] = draw
 
 
 _ALIASES = {"zeros": "zero", "ones": "one"}

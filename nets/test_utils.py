@@ -598,9 +598,12 @@ def check_symbol_gradient(sym, location, aux_states=None, numeric_eps=None, rtol
     ``make_loss(sym * proj)`` (``proj`` random in [0.1, 1.1)) writes for ``grad_nodes``
     (names, or a dict of name to grad_req; default every argument) against central
     differences with step ``numeric_eps`` (default by dtype, ``default_numeric_eps``),
-    every element of every argument perturbed in its storage type. ``grad_stype_dict``
-    gives gradient buffers of other storage types (a csr gradient buffer holds the gradient
-    at the input's stored entries, nets' rule: compare a csr input with a dense buffer)."""
+    every element of each argument of ``grad_nodes`` perturbed in its storage type.
+    ``grad_stype_dict`` gives gradient buffers of other storage types. A csr input with a
+    csr gradient buffer is differentiated w.r.t. its stored values (nets' rule,
+    docs/mxnet-compat.md "Gradient of a CSR input"): only those are perturbed, and the
+    buffer is compared at them (its unstored entries must be 0); give it a dense buffer for
+    the full gradient."""
     from . import symbol as S  # symbols sit above test_utils' array helpers: imported on use
     ctx = default_context() if ctx is None else ctx
     location = _location(sym, location, ctx, dtype)
@@ -633,7 +636,10 @@ def check_symbol_gradient(sym, location, aux_states=None, numeric_eps=None, rtol
     exe.forward(is_train=True)
     eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
     exe.backward()
-    numeric = _numeric_grad(exe, location_npy, aux_npy, eps, use_forward_train, dtype)
+    stored = {k: location[k] for k, st in (grad_stype_dict or {}).items()
+              if st == "csr" and k in grad_nodes and location[k].stype == "csr"}
+    numeric = _numeric_grad(exe, {k: location_npy[k] for k in grad_nodes}, aux_npy, eps,
+                            use_forward_train, dtype, stored)
     for name in grad_nodes:
         fd, sym_grad = numeric[name], exe.grad_dict.get(name)
         names = (f"NUMERICAL_{name}", f"BACKWARD_{name}")
@@ -647,31 +653,45 @@ def check_symbol_gradient(sym, location, aux_states=None, numeric_eps=None, rtol
             raise ValueError(f"Invalid grad_req {grad_req[name]} for argument {name}")
 
 
-def _numeric_grad(exe, location, aux_states, eps, use_forward_train, dtype):
+def _numeric_grad(exe, location, aux_states, eps, use_forward_train, dtype, stored=None):
     """Central differences of ``sum(exe.outputs[0])`` w.r.t. every element of every float
-    argument of ``location`` (numpy), written into the executor in each argument's stype."""
-    def put(dst, v):
-        value = array(v, dtype=dtype)
-        dst[:] = value if dst.stype == "default" else value.tostype(dst.stype)
+    argument of ``location`` (numpy: the arguments compared, so row ids stored as floats
+    are never perturbed), written into the executor in each argument's stype;
+    for an argument named in ``stored`` (name: its csr array), w.r.t. that array's stored
+    values only, its pattern kept (the gradient is 0 elsewhere)."""
+    stored = stored or {}
 
+    def put(dst, v, k):
+        if k in stored:  # rebuilt on the input's pattern: a perturbed value stays stored
+            x = stored[k]
+            value = csr_matrix((v[positions[k]], x.indices, x.indptr), shape=x.shape,
+                               dtype=dtype)
+        else:
+            value = array(v, dtype=dtype)
+        dst[:] = value if dst.stype in ("default", value.stype) else value.tostype(dst.stype)
+
+    positions = {k: (row_ids(x.indptr.asnumpy()), x.indices.asnumpy())
+                 for k, x in stored.items()}
     grads = {k: np.zeros(v.shape, dtype=dtype) for k, v in location.items()}
     location = {k: np.array(v, order="C") for k, v in location.items()}
     for k, v in location.items():
         if v.dtype.kind != "f":
             continue
         dst, old = exe.arg_dict[k], v.copy()
-        for i in range(v.size):
+        where = (np.ravel_multi_index(positions[k], v.shape) if k in stored
+                 else range(v.size))
+        for i in where:
             sums = []
             for step in (eps / 2.0, -eps):
                 v.ravel()[i] += step
-                put(dst, v)
+                put(dst, v, k)
                 for key, val in (aux_states or {}).items():
-                    put(exe.aux_dict[key], val)
+                    put(exe.aux_dict[key], val, key)
                 exe.forward(is_train=use_forward_train)
                 sums.append(float(exe.outputs[0].asnumpy().astype(np.float64).sum()))
             grads[k].ravel()[i] = (sums[0] - sums[1]) / eps
             v.ravel()[i] = old.ravel()[i]
-        put(dst, old)
+        put(dst, old, k)
     return grads
 
 
@@ -708,7 +728,9 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     ``forward(is_train=True)`` and ``backward(out_grads)``, and compare each buffer with
     ``expected`` (a list in ``list_arguments()`` order or a dict) by its ``grad_req``
     ('write': the gradient; 'add': the gradient added to the buffer's values; 'null':
-    untouched). Returns the gradient buffers by name."""
+    untouched). A csr input's csr buffer holds the gradient at the input's stored entries
+    (nets' rule, docs/mxnet-compat.md "Gradient of a CSR input"): it is compared with
+    ``expected`` there, and with 0 elsewhere. Returns the gradient buffers by name."""
     ctx = default_context() if ctx is None else ctx
     location = _location(sym, location, ctx, dtype)
     aux = _aux_location(sym, aux_states, ctx, dtype)
@@ -744,11 +766,16 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     for name in expected:
         names = (f"EXPECTED_{name}", f"BACKWARD_{name}")
         req = grad_req.get(name, "null")
+        want = expected[name]
+        x = location.get(name)
+        if req != "null" and x is not None and x.stype == grads[name].stype == "csr":
+            at = (row_ids(x.indptr.asnumpy()), x.indices.asnumpy())
+            want = np.zeros(x.shape, np.asarray(expected[name]).dtype)
+            want[at] = np.asarray(to_numpy(expected[name]))[at]
         if req == "write":
-            assert_almost_equal(expected[name], grads[name], rtol, atol, names,
-                                equal_nan=equal_nan)
+            assert_almost_equal(want, grads[name], rtol, atol, names, equal_nan=equal_nan)
         elif req == "add":
-            assert_almost_equal(expected[name], to_numpy(grads[name]) - grads_npy[name],
+            assert_almost_equal(want, to_numpy(grads[name]) - grads_npy[name],
                                 rtol, atol, names, equal_nan=equal_nan)
         elif req == "null":
             assert_almost_equal(grads_npy[name], grads[name], rtol, atol, names,

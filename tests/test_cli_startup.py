@@ -79,8 +79,9 @@ print(json.dumps([code, seen]))
 
 def test_a_warm_train_imports_neither_the_kvstore_nor_multiprocessing(tmp_path):
     """With its kernels cached, ``nets train`` (no store: ``Trainer(kvstore=None)``; one
-    process drawing its progress bar) imports no ``nets.kv`` and no ``multiprocessing``,
-    and loads its kernels without reading the installed packages' numba entry points."""
+    process, its stderr a pipe, so no progress bar) imports no ``nets.kv``, no
+    ``multiprocessing`` and no ``tqdm``, and loads its kernels without reading the installed
+    packages' numba entry points."""
     path = _svm(tmp_path)
     code = f"""
 import json, sys
@@ -90,7 +91,8 @@ code = cli.main()
 from numba.core import entrypoints
 from nets.kernels import _jit
 print(json.dumps([code, _jit.COMPILED["any"], entrypoints._already_initialized,
-                  sorted(m for m in sys.modules if m.startswith(("nets.kv", "multiprocessing")))]))
+                  sorted(m for m in sys.modules
+                         if m.startswith(("nets.kv", "multiprocessing", "tqdm")))]))
 """
     _python(code)  # (fills the cache, if the suite's is cold)
     code, compiled, entry_points, modules = json.loads(_python(code).splitlines()[-1])

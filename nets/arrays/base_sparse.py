@@ -69,6 +69,13 @@ class BaseSparseNDArray(NDArray):
         return self._data.nbytes + sum(getattr(self, p).nbytes for p in self._parts)
 
     @property
+    def _num_aux(self):
+        """The number of index (auxiliary) buffers beside the values: 2 for CSR (indices,
+        indptr), 1 for row_sparse (indices). Read-only; MXNet's attribute of that name,
+        which its programs and tests read."""
+        return len(self._parts)
+
+    @property
     def data(self):
         """The stored values as an ``NDArray`` (shares memory)."""
         return NDArray(self._data, self._ctx)

@@ -339,7 +339,8 @@ def csr_matrix(arg1: Any, shape: tuple[int, int] | None = None, ctx: Context | N
     arg1 : tuple, scipy.sparse matrix, NDArray or array_like
         One of:
 
-        - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted);
+        - ``(data, indices, indptr)`` with ``shape`` (columns inferred if omitted, which
+          needs a stored value: empty ``indices`` without ``shape`` raise ``ShapeError``);
           columns are sorted within each row, a duplicate (row, column) is an error;
         - ``(data, (row, col))`` COO triplets -- duplicates are summed, as in scipy;
         - a ``scipy.sparse`` matrix (its values are shared when no cast is needed; its
@@ -378,7 +379,10 @@ def csr_matrix(arg1: Any, shape: tuple[int, int] | None = None, ctx: Context | N
         indices, indptr = (as_index(_copy_np(a), name) for a, name in
                            ((arg1[1], "indices"), (arg1[2], "indptr")))
         if shape is None:
-            shape = (len(indptr) - 1, int(indices.max()) + 1 if indices.size else 0)
+            if not indices.size:  # no stored column tells the width (MXNet refuses too)
+                raise ShapeError("csr_matrix((data, indices, indptr)) with empty indices "
+                                 "needs shape=: the number of columns cannot be inferred")
+            shape = (len(indptr) - 1, int(indices.max()) + 1)
         return _csr(_values(arg1[0], dtype, "data"), indices, indptr,
                     normalize_shape(shape), ctx)
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
@@ -430,7 +434,8 @@ def row_sparse_array(arg1: Any, shape: tuple[int, ...] | None = None,
         One of:
 
         - ``(data, indices)``: ``data[k]`` is row ``indices[k]``; ``indices`` sorted and
-          unique; ``shape`` defaults to ``(max(indices) + 1,) + data.shape[1:]``;
+          unique; ``shape`` defaults to ``(max(indices) + 1,) + data.shape[1:]`` (empty
+          ``indices`` then raise ``ShapeError``: the height cannot be inferred);
         - an array of any storage type (copied; a CSR one is converted, not densified),
           a numpy array or a nested list (the rows holding a non-zero are stored);
         - ``(D0, D1, ...)``: an all-zero array of that shape.
@@ -455,8 +460,10 @@ def row_sparse_array(arg1: Any, shape: tuple[int, ...] | None = None,
         data = _values(arg1[0], dtype, "data")
         indices = as_index(_copy_np(arg1[1]), "indices").reshape(-1)
         if shape is None:
-            top = int(indices.max()) + 1 if indices.size else 0
-            shape = (top,) + data.shape[1:]
+            if not indices.size:  # no stored row tells the height (MXNet refuses too)
+                raise ShapeError("row_sparse_array((data, indices)) with empty indices "
+                                 "needs shape=: the number of rows cannot be inferred")
+            shape = (int(indices.max()) + 1,) + data.shape[1:]
         shape = normalize_shape(shape)
         if data.ndim == 1 and len(shape) > 1 and data.size == 0:
             data = data.reshape((0,) + shape[1:])

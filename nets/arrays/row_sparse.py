@@ -37,7 +37,8 @@ def dense_to_rsp_parts(a):
     """``(data, indices)`` of the rows of numpy ``a`` that hold a non-zero."""
     keep = np.flatnonzero(np.any(a != 0, axis=tuple(range(1, a.ndim))))
     data = aligned.empty((len(keep),) + a.shape[1:], a.dtype)
-    return np.take(a, keep, axis=0, out=data), keep.astype(INDEX_DTYPE)
+    # mode="clip" (exact: every id is in range) because numpy buffers ``out`` for "raise"
+    return np.take(a, keep, axis=0, out=data, mode="clip"), keep.astype(INDEX_DTYPE)
 
 
 def check_rsp_parts(data, indices, shape):

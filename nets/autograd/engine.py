@@ -45,7 +45,7 @@ def _as_list(x, name):
 
 def _head_entries(heads, head_grads):
     """``[(entry, grad)]`` for each head (``head_grads`` default to ones)."""
-    heads = _as_list(heads, "heads")
+    heads = [heads] if heads.__class__ is NDArray else _as_list(heads, "heads")
     head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads, "head_grads")
     if len(head_grads) != len(heads):
         raise NetsError(f"got {len(heads)} heads but {len(head_grads)} head_grads")

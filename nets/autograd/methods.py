@@ -19,7 +19,7 @@ def _grad(self):
 def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
     """Back-propagate from this array (``out_grad`` defaults to ones) into the gradients
     of the leaves it depends on; the graph is freed unless ``retain_graph``."""
-    backward([self], None if out_grad is None else [out_grad], retain_graph=retain_graph,
+    backward(self, None if out_grad is None else [out_grad], retain_graph=retain_graph,
              train_mode=train_mode)
 
 

@@ -38,11 +38,10 @@ class Node:
 
     __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "versions", "saved")
 
-    def __init__(self, op, inputs, attrs, outputs, parents, saved=None):
+    def __init__(self, op, inputs, attrs, outputs, parents, versions, saved=None):
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
-        self.versions = _versions(inputs + outputs)
-        self.saved = saved
+        self.versions, self.saved = versions, saved
 
     def check_versions(self):
         """Raise when an input or output was written in place since this node was recorded
@@ -110,29 +109,35 @@ def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
     saved = take_saved(op)  # (taken even when nothing is recorded: it belongs to this call)
-    parents, wanted = [], False
+    parents, versions, wanted = [], [], False
     for x in inputs:  # where the gradient of each goes: (node, k), the leaf itself, or None
-        if x is not None:
-            node = x._node
-            if node is not None and node[0].parents is not None:
-                parents.append(node)
-                wanted = True
-                continue
-            if x._grad_slot is not None:
-                parents.append(x)
-                wanted = True
-                continue
-        parents.append(None)
+        if x is None:
+            parents.append(None)
+            versions.append(0)
+            continue
+        versions.append(x.version)
+        node = x._node
+        if node is not None and node[0].parents is not None:
+            parents.append(node)
+            wanted = True
+        elif x._grad_slot is not None:
+            parents.append(x)
+            wanted = True
+        else:
+            parents.append(None)
     if not wanted:
         return None
-    parents = tuple(parents)
+    kept = []
     for o in outputs:
         for x in inputs:
             if o is x:
                 raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its "
                                 f"input object as an output; while recording, outputs must be "
                                 f"new arrays")
-    node = Node(op, inputs, attrs, tuple([o.detach() for o in outputs]), parents, saved)
+        o = o.detach()
+        versions.append(o.version)
+        kept.append(o)
+    node = Node(op, inputs, attrs, tuple(kept), tuple(parents), tuple(versions), saved)
     for k, o in enumerate(outputs):
         o._node = (node, k)
     return node

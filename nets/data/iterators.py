@@ -18,6 +18,7 @@ from ..batch import DataBatch, DataDesc
 from ..base import INDEX_DTYPE, NetsError, ShapeError, StorageTypeError
 from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
+from ..parallel import get_num_threads
 from ..random import generator
 from .libsvm import _positive, _Spec
 from .reader import (Background, libsvm_files, part_ranges, range_blocks, readable, rebatch,
@@ -246,9 +247,18 @@ def _width(shape, name):
     return _positive(shape[0], f"{name}[0]")
 
 
+def _shuffled(blocks):
+    """Each block (a tuple of arrays with as many rows) with its rows in a random order."""
+    for rows in blocks:
+        perm = generator().permutation(rows[0].shape[0])
+        yield tuple(take_rows(a, perm) for a in rows)
+
+
 class LibSVMIter(DataIter):
     """Batches of LibSVM files read in ``chunk_bytes`` blocks: memory is bounded by the
-    block size, not the file size. Yields ``DataBatch(data=[CSR (batch_size, n_features)],
+    block size (three blocks at most: the one being cut into batches, the next one parsed
+    ahead in a background thread when nets uses several threads, and one more waiting), not
+    the file size. Yields ``DataBatch(data=[CSR (batch_size, n_features)],
     label=[labels], pad)``. ``data_libsvm`` (and ``label_libsvm``) is a file, a directory
     (its non-empty files in name order, skipping hidden files, the temporary files of nets'
     writes and ``load_libsvm``'s ``*.nets.npz`` caches: ``nets.data.reader.libsvm_files``),
@@ -351,22 +361,36 @@ class LibSVMIter(DataIter):
         self.provide_data = [DataDesc(data_name, (self.batch_size, self.n_features))]
         self.provide_label = [DataDesc(label_name, (self.batch_size,) + self._label_shape)]
         self._head = None  # the part's first rows, once a last batch needed them
+        self._parsers = []  # the current pass's Background parsers
         self._part = "" if num_parts == 1 else f" (part {part_index} of {num_parts})"
         self.reset()
 
-    def _streams(self, order=None, shuffle=False):
-        """Each source's batches (``rebatch``), over its blocks in ``order``."""
-        return [rebatch(range_blocks(blocks, spec, width, spec.lab_limit + 1, order, shuffle),
-                        self.batch_size)
-                for (_, spec, width), blocks in zip(self._sources, self._blocks)]
+    def _streams(self, order=None, shuffle=False, ahead=False):
+        """Each source's batches (``rebatch``), over its blocks in ``order``, the rows of each
+        block permuted with ``shuffle`` (``nets.random``, drawn in the calling thread). With
+        ``ahead`` and nets on several threads, a ``Background`` thread parses each source's
+        next block while the caller works on the current one, as MXNet's LibSVMIter reads
+        ahead in a thread of its own."""
+        ahead = ahead and get_num_threads() > 1
+        streams = []
+        for (_, spec, width), ranges in zip(self._sources, self._blocks):
+            blocks = range_blocks(ranges, spec, width, spec.lab_limit + 1, order)
+            if ahead:
+                blocks = Background(blocks, ahead=1, name="nets-LibSVMIter")
+                self._parsers.append(blocks)
+            streams.append(rebatch(_shuffled(blocks) if shuffle else blocks, self.batch_size))
+        return streams
 
     def reset(self) -> None:
         """Start a new pass at the beginning of the part (a new block order with
-        ``shuffle``)."""
+        ``shuffle``); a parse running ahead for the previous pass is stopped."""
+        for parser in self._parsers:
+            parser.close()
+        self._parsers = []
         order = None
         if self.shuffle:
             order = generator().permutation(len(self._blocks[0]))
-        self._active = self._streams(order, self.shuffle)
+        self._active = self._streams(order, self.shuffle, ahead=True)
         self._rows = 0  # the pass's rows so far
 
     def _take(self, streams):

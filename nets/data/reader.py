@@ -27,7 +27,6 @@ from ..arrays.csr import CSRNDArray
 from ..arrays.dense import NDArray
 from ..base import NetsError
 from ..parallel import get_num_threads
-from ..random import generator
 from .libsvm import (TextReader, _path, _positive, _Spec, block_arrays, libsvm_blocks,
                      libsvm_width, line_ranges, load_libsvm, max_line_bytes, read_blocks)
 
@@ -162,18 +161,13 @@ def part_ranges(files, num_parts, part_index, block, max_line=None):
     return out
 
 
-def range_blocks(ranges, spec, width, n_labels=None, order=None, shuffle=False):
+def range_blocks(ranges, spec, width, n_labels=None, order=None):
     """The ``(X, y)`` arrays (``block_arrays``') of the byte ``ranges`` (``part_ranges``'),
-    parsed one at a time when asked for, in ``order`` (a permutation) if given; ``shuffle``
-    permutes the rows within each block (``nets.random``)."""
+    parsed one at a time when asked for, in ``order`` (a permutation) if given."""
     for k in range(len(ranges)) if order is None else order:
         path, read, rng = ranges[k]
         for _, _, block in read_blocks(read, spec, [rng], name=path):
-            rows = block_arrays(block, spec, width, n_labels)
-            if shuffle:
-                perm = generator().permutation(rows[0].shape[0])
-                rows = tuple(take_rows(a, perm) for a in rows)
-            yield rows
+            yield block_arrays(block, spec, width, n_labels)
 
 
 def take_rows(arr, idx):

@@ -2,10 +2,10 @@
 Embedding / ``take`` weight gradient and the merge of row_sparse (and csr) terms in
 ``add_n``, which is how autograd sums gradients).
 
-Invariants (the operator checks first): ``gather_rows`` takes any ``ids`` (1-D int64 or
-float64: it checks them itself) and a 2-D C-contiguous ``table``. Otherwise ``ids`` is 1-D
-int64 (any values, any order, repeats allowed, for ``slots_in_order`` which only compares
-them; in ``[0, upper)`` for ``unique_slots`` and ``radix_order``); ``order`` is a
+Invariants (the operator checks first): ``gather_rows`` takes any ``ids`` (1-D int64,
+float32 or float64: it checks them itself) and a 2-D C-contiguous ``table``. Otherwise
+``ids`` is 1-D int64 (any values, any order, repeats allowed, for ``slots_in_order`` which
+only compares them; in ``[0, upper)`` for ``unique_slots`` and ``radix_order``); ``order`` is a
 permutation of ``range(len(ids))`` (int64) listing ``ids`` in ascending order; ``slot``
 holds values in ``[0, groups)``; ``rows`` is 2-D, C-contiguous, with one row per id.
 """

@@ -9,9 +9,11 @@ update operators) guarantees:
   between threads, each calling the kernel on its own range); update ``k`` touches row
   ``pos[0, k]`` of the weight, row ``pos[1, k]`` of the gradient and row ``pos[2 + s, k]``
   of state ``s`` (a gradient row that is absent from a sparse gradient points at a zero
-  row appended to its data). An empty ``pos`` (no columns) means row ``k`` of every
-  operand: the dense path builds no index array. A state the optimizer does not use is a
-  ``(0, cols)`` placeholder, never read;
+  row appended to its data). An operand past the last line of ``pos`` has row ``k`` for
+  update ``k``: a lazy update passes the lines up to the last one that is not ``k``
+  itself (SGD's: the weight's alone), and an empty ``pos`` (no lines, or no columns)
+  means row ``k`` of every operand, so the dense path builds no index array. A state the
+  optimizer does not use is a ``(0, cols)`` placeholder, never read;
 - the weight's and each state's line of ``pos`` hold unique rows (a canonical row_sparse
   gradient has unique indices), so the updates are independent (in any order);
 - ``clip = inf`` disables clipping (the optimizer maps ``clip_gradient=None`` to inf).
@@ -39,17 +41,18 @@ TINY = 1e-30
 
 @jit(helper=True)
 def _at(pos, operand, k):
-    """Row of ``operand`` for update ``k`` (row ``k`` itself when ``pos`` is empty)."""
-    return pos[operand, k] if pos.shape[1] else k
+    """Row of ``operand`` for update ``k`` (row ``k`` itself when ``pos`` is empty or has no
+    line for ``operand``)."""
+    return pos[operand, k] if operand < pos.shape[0] and pos.shape[1] else k
 
 
 @jit(helper=True)
 def _ahead(pos, k, stop, operand, a):
     """Prefetch the row of ``a`` (operand ``operand`` of ``pos``) that update ``k +
-    PREFETCH_AHEAD`` touches; nothing on the dense path (rows in order: the hardware
-    prefetcher follows them) or for a placeholder state."""
+    PREFETCH_AHEAD`` touches; nothing for an operand without a line in ``pos`` (rows in
+    order: the hardware prefetcher follows them) or for a placeholder state."""
     q = k + PREFETCH_AHEAD
-    if pos.shape[1] and q < stop and a.shape[0]:
+    if operand < pos.shape[0] and pos.shape[1] and q < stop and a.shape[0]:
         prefetch_row(a, pos[operand, q])
 
 

@@ -1,5 +1,6 @@
-"""Sums of short dense rows, sums of squares of rows, and column reductions of a CSR
-matrix (implicit zeros included).
+"""Sums of short dense rows (and of the products of two rows), rows scaled by a vector,
+sums of squares of rows, and column reductions of a CSR matrix (implicit zeros
+included).
 
 CSR row reductions need no kernel: ``ufunc.reduceat`` over the non-empty rows' slices of
 ``data`` is vectorised and beats a scalar loop once rows hold a few dozen values.
@@ -28,6 +29,35 @@ def row_sums(a):
         for j in range(m):
             s += a[i, j]
         out[i] = s
+    return out
+
+
+@jit(reassoc=True)
+def row_dots(a, b):
+    """``out[i] = (a[i] * b[i]).sum()`` for 2-D float ``a`` and ``b`` of one shape and
+    dtype, without the product array: each product rounded to the dtype, then added as
+    ``row_sums`` adds a row (the same loop, so the same running sums per SIMD lane; no
+    contraction into fused multiply-adds), giving ``row_sums(a * b)`` bit for bit."""
+    n, m = a.shape
+    out = np.empty(n, a.dtype)
+    for i in range(n):
+        s = a.dtype.type(0)
+        for j in range(m):
+            s += a[i, j] * b[i, j]
+        out[i] = s
+    return out
+
+
+@jit
+def scale_rows(g, x):
+    """``out[i, j] = g[i] * x[i, j]`` for 1-D ``g`` and 2-D ``x`` of one float dtype:
+    numpy's ``g[:, None] * x`` without its inner-loop call per row."""
+    n, m = x.shape
+    out = np.empty((n, m), x.dtype)
+    for i in range(n):
+        gi = g[i]
+        for j in range(m):
+            out[i, j] = gi * x[i, j]
     return out
 
 

@@ -143,16 +143,31 @@ def _as_list(x):
 
 
 class Pending:
-    """A pull in flight: ``wait()`` completes it (once; later calls return at once)."""
+    """Work in flight (a pull, a push whose answer is awaited): ``wait()`` completes it
+    once and returns its result; later calls return the same result at once."""
 
     def __init__(self, finish=None):
-        self._finish = finish
+        self._finish, self._result = finish, None
+
+    @classmethod
+    def ready(cls, result):
+        """Work done already, whose ``wait()`` returns ``result``."""
+        done = cls()
+        done._result = result
+        return done
+
+    @property
+    def done(self):
+        """Whether ``wait()`` has nothing left to do."""
+        return self._finish is None
 
     def wait(self):
-        """Complete the pull (a pull that ran when it started has nothing left to do)."""
+        """Complete the work (work that ran when it started has nothing left to do) and
+        return its result (None for a pull)."""
         finish, self._finish = self._finish, None
         if finish is not None:
-            finish()
+            self._result = finish()
+        return self._result
 
 
 class KVStore:
@@ -657,6 +672,25 @@ class KVStore:
         workers changed elsewhere (the distributed store does; the local store, whose one
         worker changed every row, answers all)."""
         raise NotImplementedError
+
+    def _holds_init(self, key):
+        """Whether the value this worker gave ``init`` for ``key`` is, bit for bit, the one
+        the store kept (so a copy of it needs no pull). A local store copies it in."""
+        return True
+
+    def _start_push_changed(self, pairs, asks=None, targets=None):
+        """``_push_changed(pairs, asks)`` started: a ``Pending`` whose ``wait()`` returns its
+        result. A backend may hold the push until its next exchange with the servers and
+        send it with that one (the distributed store sends it with the next row pull, so
+        that a training step makes one call per server); its order among this worker's
+        calls is kept.
+
+        ``targets`` (None, or per pair the array the caller applies the answer to, or None)
+        let such a backend skip an answer that a row pull sent with the push replaces: when
+        that pull fills a pair's target (a row_sparse weight), the pair's result is None
+        and ``wait()`` has filled the target with the pulled rows (which are after this
+        push), whether or not the pull is waited for. This one runs the push now."""
+        return Pending.ready(self._push_changed(pairs, asks))
 
     def _pull(self, pairs, ignore_sparse):
         """Fill each array of each ``(key, [outs])`` with the key's value."""

@@ -50,6 +50,7 @@ def _source_root():
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
 INLINE_ENV, INLINE_BYTES = "RAY_max_direct_call_object_size", 16 * 2**20
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
+STARTUP_PROCESSES = 16  # actor processes Ray may start at once on a cluster started here
 
 
 def _local_environment():
@@ -63,6 +64,12 @@ def _local_environment():
     # A push's gradient rows and the rows its answer brings back (megabytes) travel inside
     # the call's message rather than through Ray's object store (Ray's bound: 100 KiB).
     os.environ.setdefault(INLINE_ENV, str(INLINE_BYTES))
+    # Only the processes the store needs: no idle Ray worker started ahead for tasks
+    # (nets runs none), and the store's actors' processes started together, not one at
+    # a time (Ray's default: as many at once as the node has CPUs, here one).
+    os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+    os.environ.setdefault("RAY_enable_worker_prestart", "0")
+    os.environ.setdefault("RAY_worker_maximum_startup_concurrency", str(STARTUP_PROCESSES))
     # Token authentication, always, with this token (a caller's own RAY_AUTH_TOKEN is kept).
     # Left unset, RAY_AUTH_MODE makes ray.init turn token mode on by itself and log "Token
     # authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt

@@ -15,6 +15,10 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
   applied, so a pull after a push sees the round's update.
 - ``pushpull``: one call per server that pushes and answers the pull once the push is
   applied (``_pushpull``); the worker waits for it.
+- a training step's push (``_start_push_changed``: ``Module.update``) is held until this
+  worker's next call to the servers and sent with it: with the row pull of the next batch
+  (``Module.prepare``) it is one ``step`` call per server, which applies the push and
+  answers both the rows the update changed and the rows asked for.
 - ``row_sparse_pull`` (and its prefetch, ``prefetch_rows``) is ordered on the servers:
   each request carries the number of pushes of its key this worker made, and the server
   answers once they are applied; the worker waits only when it takes the rows.
@@ -26,12 +30,14 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 """
 import atexit
 import copy
+import hashlib
 
 import numpy as np
 
 from ..base import NetsError
 from ..arrays.creation import zeros
 from ..arrays.dense import NDArray
+from ..arrays.row_sparse import RowSparseNDArray
 from ..optim import Optimizer, Record, load_states, save_states
 from ..ops import add_n
 from ..ops.sparse_ops import unique_rows
@@ -77,7 +83,9 @@ class DistKVStore(KVStore):
         self._layouts = {}  # key -> Layout
         self._kinds = {}  # key -> (dtype, stype) of its value: what its optimizer state is for
         self._rounds = {}  # key -> pushes of the key by this worker
-        self._pending = []  # [(keys, call)]: push calls (see ``_invoke``) not yet waited for
+        self._pending = []  # [(keys, _Exchange)]: pushes not yet waited for
+        self._unsent = None  # a ``_Step`` not sent yet (``_start_push_changed``)
+        self._same_init = {}  # key -> whether this worker's init value was rank 0's
         self._barriers = 0
         self._optimizer = None
         self._compression = None
@@ -105,10 +113,14 @@ class DistKVStore(KVStore):
     def barrier(self):
         """Wait for this worker's pushes, then until every worker reaches its barrier of
         the same number (a ``NetsError`` after ``NETS_KV_TIMEOUT`` names the absent)."""
+        self._meet()
+
+    def _meet(self, share=None):
+        """``barrier``, returning what rank 0 brought to it (its ``share``)."""
         self._wait_pushes()
         self._barriers += 1
-        gather([(None, self._coordinator.barrier.remote(self._rank, self._barriers))],
-               "barrier")
+        return gather([(None, self._coordinator.barrier.remote(self._rank, self._barriers,
+                                                               share))], "barrier")[0]
 
     _barrier = barrier
 
@@ -117,15 +129,15 @@ class DistKVStore(KVStore):
         return self._layouts.get(key)
 
     def _wait_pushes(self, keys=None):
-        """Wait for this worker's pushes of ``keys`` (all keys when None): every push call
-        that carried one of them."""
+        """Send the held step, then wait for this worker's pushes of ``keys`` (all keys
+        when None): every exchange that pushed one of them (raising its error)."""
+        self._send_held()
         keys = None if keys is None else set(keys)
-        waiting = [(ks, call) for ks, call in self._pending if keys is None or ks & keys]
-        if not waiting:
-            return
-        self._pending = [(ks, call) for ks, call in self._pending
+        waiting = [ex for ks, ex in self._pending if keys is None or ks & keys]
+        self._pending = [(ks, ex) for ks, ex in self._pending
                          if not (keys is None or ks & keys)]
-        self._results([call for _, call in waiting], "push")
+        for exchange in waiting:
+            exchange.answers()
 
     def _invoke(self, server, method, *args):
         """Call ``method(*args)`` on ``server`` (through ``Server.call``) without waiting:
@@ -139,16 +151,17 @@ class DistKVStore(KVStore):
         args, path, reply, segs = self._pool.request(args)
         return server, self._servers[server].call.remote((method, args, path, reply)), segs
 
-    def _results(self, calls, what, copy=True):
+    def _results(self, calls, what, copy=True, release=True):
         """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the
-        arrays of a nearby server's answer are views valid until the next call."""
+        arrays of a nearby server's answer are views valid until the next call (with
+        ``release=False``: until the caller returns the segments to the pool)."""
         try:
             got = gather([(server, ref) for server, ref, _ in calls], what)
         except Exception:
             if self._pool is not None:
                 self._pool.discard(_segments(calls))
             raise
-        got = [answer if segs is None else self._pool.answer(answer, segs, copy)
+        got = [answer if segs is None else self._pool.answer(answer, segs, copy, release)
                for (_, _, segs), answer in zip(calls, got)]
         self._stats["bytes_received"] += _payload(got)
         return got
@@ -164,6 +177,7 @@ class DistKVStore(KVStore):
         """The calls of ``_calls`` made, not waited for: ``[([request numbers], call)]``
         (``_invoke``'s calls); server ``s`` gets ``method(*args_of(s), its requests)``,
         and so does each of ``servers`` without requests (with an empty list)."""
+        self._send_held()  # (first: the servers see this worker's calls in order)
         by_server = {server: [] for server in servers}
         for n, (server, request) in enumerate(requests):
             by_server.setdefault(server, []).append((n, request))
@@ -174,19 +188,29 @@ class DistKVStore(KVStore):
     # -- primitives ------------------------------------------------------------------------
     def _init(self, pairs):
         self._check_init(pairs)
+        self._send_held()
         layouts = {key: Layout(key, array.shape, len(self._servers), self._bound)
                    for key, array in pairs}
         self._kinds.update({key: (array.dtype, array.stype) for key, array in pairs})
+        calls = []
         if self._rank == 0:
             items = {}
             for key, array in pairs:
                 for server, lo, hi in layouts[key].parts:
                     items.setdefault(server, []).append((key, pack(cut(array, lo, hi),
                                                                    copy=False)))
-            self._results([self._invoke(s, "init", batch) for s, batch in items.items()],
-                          "init")
+            calls = [self._invoke(s, "init", batch) for s, batch in items.items()]
+        digests = [_digest(array) for _, array in pairs]  # (while the servers store them)
+        self._results(calls, "init")
         self._layouts.update(layouts)
-        self.barrier()
+        kept = self._meet(digests if self._rank == 0 else None)
+        self._same_init.update((key, mine == theirs)
+                               for (key, _), mine, theirs in zip(pairs, digests, kept))
+
+    def _holds_init(self, key):
+        """Whether this worker's value given to ``init`` of ``key`` equals, bit for bit,
+        the one the store kept (rank 0's): their SHA-256 digests agree."""
+        return self._same_init.get(key, False)
 
     def _init_generated(self, specs):
         layouts = {key: Layout(key, shape, len(self._servers), self._bound)
@@ -227,39 +251,103 @@ class DistKVStore(KVStore):
 
     def _push(self, pairs):
         self._check_push(pairs)
+        self._send_held()
         by_server, _ = self._shards(pairs)
         hyper = self._hyper()
-        self._pending += [(frozenset(k for k, _, _ in items),
-                           self._invoke(server, "push", self._rank, items, hyper, False))
-                          for server, items in by_server.items()]
+        self._pending += [(frozenset(k for k, _, _ in items), _Exchange(
+            self, [self._invoke(server, "push", self._rank, items, hyper, False)], "push"))
+            for server, items in by_server.items()]
 
     def _push_changed(self, pairs, asks=None):
-        """``KVStore._push_changed``; each server answers, of the rows the round changed,
-        only those of ``asks`` (per pair: sorted unique row ids, or None for all), routed
-        to it with the push: what a worker receives does not grow with the workers."""
+        """``KVStore._push_changed``: ``_start_push_changed`` sent and waited for."""
+        return self._start_push_changed(pairs, asks).wait()
+
+    def _start_push_changed(self, pairs, asks=None, targets=None):
+        """``KVStore._start_push_changed``; each server answers, of the rows the round
+        changed, only those of ``asks`` (per pair: sorted unique row ids, or None for all),
+        routed to it with the push: what a worker receives does not grow with the workers.
+
+        The push is held (``_Step``) until this worker's next call to the servers: a row
+        pull (``_start_pull_rows``) carries it in the same call per server, and a pair
+        whose target that pull fills asks for no rows (its answer is replaced); any other
+        call, and the returned ``Pending``'s ``wait()``, send it first on its own. Its
+        arrays are read when it is sent: they must not change until then."""
         self._check_push(pairs)
+        self._send_held()
         by_server, where = self._shards(pairs)
-        hyper = self._hyper()
-        servers = list(by_server)
-        routed = {s: [None] * len(by_server[s]) for s in servers}
+        routed = {s: [None] * len(items) for s, items in by_server.items()}
         for (key, _), ask, shards in zip(pairs, asks or [None] * len(pairs), where):
             if ask is not None:
                 for (_, server, at), (_, _, ids) in zip(shards,
                                                         self._layouts[key].route(ask)):
                     routed[server][at] = ids
-        answers = dict(zip(servers, self._results(
-            [self._invoke(s, "push", self._rank, by_server[s], hyper, True, routed[s])
-             for s in servers], "push")))
+        step = self._unsent = _Step(pairs, where, by_server, routed, self._hyper(),
+                                    targets or [None] * len(pairs))
+        return Pending(lambda: self._step_result(step))
+
+    def _send_held(self):
+        """Send the held step on its own (one ``step`` call per server), if there is one."""
+        if self._unsent is not None:
+            self._exchange_step([], "push")
+
+    def _exchange_step(self, requests, what, outs=(), fill=None):
+        """One ``Server.step`` call per server carrying the held step's push (if any) and
+        the row pulls ``requests`` (``[(server, (key, local ids, pushes))]``), which the
+        server answers after that push: ``(the request numbers of each call, in call
+        order, the _Exchange)``. The held step is then sent (its ``exchange`` set); its
+        pairs whose target is one of the pull's ``outs`` (``(key, out)``) ask for no rows,
+        and ``fill(targets)`` fills those targets when the step's result is taken."""
+        step, self._unsent = self._unsent, None
+        if step is not None:
+            filled = {id(o): k for k, o in outs}
+            for i, ((key, _), target) in enumerate(zip(step.pairs, step.targets)):
+                if target is not None and filled.get(id(target), _NONE) == key:
+                    step.replaced.append(i)
+                    for _, server, at in step.where[i]:
+                        step.asks[server][at] = _NO_ROWS
+            step.fill = fill
+        by_server = {server: [] for server in (step.by_server if step is not None else ())}
+        for n, (server, request) in enumerate(requests):
+            by_server.setdefault(server, []).append((n, request))
+        pushes = {} if step is None else step.by_server
+        calls = [self._invoke(server, "step", self._rank, pushes.get(server, []),
+                              None if step is None else step.hyper,
+                              None if step is None else step.asks.get(server),
+                              [r for _, r in batch])
+                 for server, batch in by_server.items()]
+        exchange = _Exchange(self, calls, what)
+        if step is not None:
+            step.exchange, step.servers = exchange, list(by_server)
+            self._pending.append((frozenset(k for k, _ in step.pairs), exchange))
+        return [[n for n, _ in batch] for batch in by_server.values()], exchange
+
+    def _step_result(self, step):
+        """What ``_start_push_changed`` returns (sending the step first if it is held)."""
+        if step is self._unsent:
+            self._send_held()
+        self._pending = [(ks, ex) for ks, ex in self._pending if ex is not step.exchange]
+        answers = dict(zip(step.servers, [pushed for pushed, _ in step.exchange.answers()]))
+        if step.replaced:
+            step.fill([step.targets[i] for i in step.replaced])
         out = []
-        for (key, _), shards in zip(pairs, where):
-            got = [(lo, answers[server][at]) for lo, server, at in shards]
+        for i, ((key, _), shards) in enumerate(zip(step.pairs, step.where)):
+            if i in step.replaced:
+                out.append(None)
+                continue
+            got = [(lo, answers[server][at]) for lo, server, at in shards
+                   if answers[server][at] is not None]  # (None: that shard was asked nothing)
+            if not got:
+                empty = RowSparseNDArray.zeros(self._layouts[key].shape, self._kinds[key][0])
+                out.append((empty.index_array, empty))
+                continue
             whole = {rows is None for _, (rows, _) in got}
             if len(whole) != 1:
                 raise NetsError(f"push: the shards of key {key!r} disagree on whether the "
                                 f"update was lazy")
             layout = self._layouts[key]
-            value = join([(lo, unpack(packed)) for lo, (_, packed) in got], layout.shape)
-            out.append((None, value) if whole == {True} else (value.indices.asnumpy(), value))
+            value = join([(lo, unpack(packed)) for lo, (_, packed) in got], layout.shape,
+                         copy=True)
+            out.append((None, value) if whole == {True} else (value.index_array, value))
         return out
 
     def _wanted(self, pairs, ignore_sparse):
@@ -322,27 +410,34 @@ class DistKVStore(KVStore):
         requests = []
         for key, _, row_ids in triples:
             layout = self._layouts[key]
-            rows = unique_rows(row_ids.asnumpy(), layout.shape[0], "row_sparse_pull", "row_ids")
+            rows = unique_rows(row_ids.values, layout.shape[0], "row_sparse_pull", "row_ids")
             requests += [(server, (key, ids, self._rounds.get(key, 0)))
                          for server, _, ids in layout.route(rows)]
-        calls = self._start("pull_rows", requests, lambda server: (self._rank,))
         keys = list(dict.fromkeys(key for key, _, _ in triples))
+        what = f"row_sparse_pull of keys {keys}"
+        done = set()  # ids of the outs filled already (by the step sent with this pull)
 
-        def finish():
-            if abandon is not None:
-                abandon.detach()
-            what = f"row_sparse_pull of keys {keys}"
-            self._wait_pushes(keys)
-            shards = iter(self._answers(calls, len(requests), what))
+        def fill(only=None):
+            shards = [None] * len(requests)
+            for batch, (_, rows) in zip(numbers, exchange.answers()):
+                for n, answer in zip(batch, rows):
+                    shards[n] = answer
+            shards = iter(shards)
             for key, out, _ in triples:
                 layout = self._layouts[key]
-                out.assign_result(join([(lo, unpack(next(shards)))
-                                        for _, lo, _ in layout.parts], layout.shape))
-        pending = Pending(finish)
-        # a pull dropped unanswered: its segments are removed, never reused
-        segs = _segments([c for _, c in calls])
-        abandon = self._pool.abandon_later(pending, segs) if segs else None
-        return pending
+                got = [(lo, next(shards)) for _, lo, _ in layout.parts]
+                if id(out) in done or (only is not None and not any(out is o for o in only)):
+                    continue
+                out.assign_result(join([(lo, unpack(g)) for lo, g in got], layout.shape,
+                                       copy=True))
+                done.add(id(out))
+
+        def finish():
+            self._wait_pushes(keys)
+            fill()
+        numbers, exchange = self._exchange_step(requests, what,
+                                                [(k, o) for k, o, _ in triples], fill)
+        return Pending(finish)
 
     def _answers(self, calls, count, what, copy=True):
         """The answers of ``_start``'s calls, one per request in request order
@@ -358,6 +453,7 @@ class DistKVStore(KVStore):
     def _to_servers(self, method, args, what):
         """Rank 0 calls ``method(*args[i])`` on server ``i``; then every worker waits at a
         barrier, so that none goes on before the servers changed."""
+        self._send_held()
         if self._rank == 0:
             gather([(i, getattr(s, method).remote(*args[i]))
                     for i, s in enumerate(self._servers)], what)
@@ -432,6 +528,55 @@ class DistKVStore(KVStore):
         self._to_servers("set_states", [(i,) for i in items], "load_optimizer_states")
 
 
+_NONE = object()
+_NO_ROWS = np.zeros(0, np.int64)  # the ask of an answer a row pull replaces
+
+
+class _Step:
+    """A ``_start_push_changed`` push until it is sent: its ``pairs``, where each pair's
+    shards went (``where``, as ``_shards`` returns it), each server's items
+    (``by_server``) and asked rows (``asks``), the optimizer's ``hyper`` and each pair's
+    ``targets``; once sent, the ``exchange`` that carried it, its ``servers`` in call
+    order, the pairs whose answer a row pull of the same exchange ``replaced`` and that
+    pull's ``fill``."""
+
+    def __init__(self, pairs, where, by_server, asks, hyper, targets):
+        self.pairs, self.where, self.by_server, self.asks = pairs, where, by_server, asks
+        self.hyper, self.targets, self.exchange, self.servers = hyper, targets, None, None
+        self.replaced, self.fill = [], None
+
+
+class _Exchange:
+    """Calls made to the servers (``_invoke``'s), answered once: ``answers()`` waits for
+    them the first time and keeps their answers in call order (or the error, raised
+    again at each call). The arrays of a nearby server's answers are views of the call's
+    shared-memory segments, which stay the exchange's while it lives (a reader copies
+    what it keeps) and return to the pool when it is collected; dropped unanswered, the
+    segments are removed, never reused (a server may still write into them)."""
+
+    def __init__(self, store, calls, what):
+        self._store, self._calls, self._what = store, calls, what
+        self._answers = self._error = None
+        self._segs = _segments(calls)
+        self._abandon = store._pool.abandon_later(self, self._segs) if self._segs else None
+
+    def answers(self):
+        if self._answers is None and self._error is None:
+            if self._abandon is not None:
+                self._abandon.detach()
+            try:
+                self._answers = self._store._results(self._calls, self._what, copy=False,
+                                                     release=False)
+                if self._segs:
+                    self._store._pool.release_later(self, self._segs)
+            except Exception as e:
+                self._error = e
+            self._calls = None
+        if self._error is not None:
+            raise self._error
+        return self._answers
+
+
 class _Templates:
     """``{key: a zero array of the key's shape, dtype and storage type}``, made when
     asked: what ``load_states`` checks a key's stored state against."""
@@ -462,6 +607,15 @@ def _payload(obj, seen=None):
     if isinstance(obj, dict):
         return sum(_payload(o, seen) for o in obj.values())
     return 0
+
+
+def _digest(array):
+    """SHA-256 of a dense or row_sparse array's type, shape and buffers."""
+    h = hashlib.sha256(repr((array.stype, str(array.dtype), tuple(array.shape))).encode())
+    parts = [array.values] + ([array.index_array] if array.stype == "row_sparse" else [])
+    for part in parts:
+        h.update(np.ascontiguousarray(part).reshape(-1).view(np.uint8))
+    return h.digest()
 
 
 def _segments(calls):

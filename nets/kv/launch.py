@@ -50,6 +50,8 @@ def main(argv=None):
     if shutil.which(command[0]) is None:  # (before a cluster is started for nothing)
         _parser().error(f"the worker command {command[0]!r} is not an executable file or a "
                         f"program on PATH")
+    if args.address is None:  # a cluster of this machine: loopback only (read at Ray's import)
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     from ..base import NetsError
     from .cluster import timeout
     try:
@@ -57,8 +59,6 @@ def main(argv=None):
     except NetsError as e:
         _parser().error(str(e))
     servers = args.num_servers or args.num_workers
-    if args.address is None:  # a cluster of this machine: loopback only (read at import)
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     import ray
 
     from .cluster import Group, connect, run_workers, start_local

@@ -79,7 +79,7 @@ def _pack_changed(result):
     changed rows are the packed array's own row ids (one array, sent once)."""
     if result is None:
         return None
-    packed = pack(result[1])
+    packed = pack(result[1], copy=False)  # (the local store's answer is a copy already)
     return None if result[0] is None else packed[2], packed
 
 
@@ -123,7 +123,7 @@ class Server:
         self.changed = asyncio.Condition()
 
     # the methods a worker calls through ``call``
-    BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "pull_rows"})
+    BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "step"})
     # the methods whose answer holds views of the held values, for a call whose answer is
     # copied into its reply segment before any other call runs (``call`` with a reply)
     VIEWS = {"pull": "_values", "pushpull": "_pushed_values"}
@@ -197,7 +197,9 @@ class Server:
         ``changed``, returns for each item what its update changed in the shard, packed
         (``LocalKVStore._push_changed``: ``(rows, array)``; under ``dist_sync`` the
         round's), cut to the rows the worker asks for: ``asks`` gives, per item, sorted
-        unique shard-local row ids or None (every changed row); see ``_asked``."""
+        unique shard-local row ids or None (every changed row); see ``_asked``. An item
+        asking for no rows is answered None (a round that no worker asks anything of does
+        not gather its changed rows)."""
         self._set_hyper(hyper)  # (dist_sync sets it again when it applies a round)
         asks = asks or [None] * len(items)
         results = await asyncio.gather(*[self._push_one(key, rank, round_no, packed, hyper,
@@ -206,6 +208,7 @@ class Server:
         return results if changed else None
 
     async def _push_one(self, key, rank, round_no, packed, hyper, changed, ask=None):
+        changed = changed and (ask is None or len(ask) > 0)  # (asking for no rows: None)
         array = unpack(packed)
         state = self.rounds.setdefault(key, _Round())
         if not self.sync:
@@ -318,6 +321,15 @@ class Server:
                     f"(NETS_KV_TIMEOUT): {waiting}")
         await _wait(self.changed, ready, self.timeout, late)
 
+    async def step(self, rank, items, hyper, asks, pulls):
+        """A worker's training step in one call: ``push(rank, items, hyper, True, asks)``
+        (nothing when ``items`` is empty) then ``pull_rows(rank, pulls)``, whose
+        ``(key, local_ids, pushes)`` count this call's pushes, so the rows are those after
+        them (under ``dist_sync``: after their rounds). Returns ``(the push's answer, the
+        rows)``."""
+        changed = await self.push(rank, items, hyper, True, asks) if items else []
+        return changed, await self.pull_rows(rank, pulls) if pulls else []
+
     async def pull_rows(self, rank, items):
         """For each ``(key, local_ids, pushes)`` of ``items`` (sorted unique shard-local
         ids), those rows of ``key``'s shard, packed row_sparse, answered once the first
@@ -331,7 +343,7 @@ class Server:
             o = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype),
                                  np.zeros(0, np.int64), shape)
             self.store.row_sparse_pull(key, out=o, row_ids=NDArray(np.asarray(local_ids)))
-            out.append(pack(o))
+            out.append(pack(o, copy=False))  # (o is this answer's own)
         return out
 
     def get_states(self, keys):
@@ -376,15 +388,20 @@ class Coordinator:
         seconds for them."""
         self.num_workers, self.timeout = num_workers, timeout
         self.arrived = {}  # barrier number -> ranks that reached it
+        self.shared = {}  # barrier number -> what rank 0 brought to it
         self.changed = asyncio.Condition()
 
-    async def barrier(self, rank, number):
-        """Worker ``rank`` reached its ``number``-th barrier: return when all have."""
+    async def barrier(self, rank, number, share=None):
+        """Worker ``rank`` reached its ``number``-th barrier: return, when all have, what
+        rank 0 brought to it (``share``; None from the other ranks is ignored)."""
         ranks = self.arrived.setdefault(number, set())
         async with self.changed:
             ranks.add(rank)
+            if rank == 0 and share is not None:
+                self.shared[number] = share
             self.changed.notify_all()
         await _wait(self.changed, lambda: len(ranks) == self.num_workers, self.timeout,
                     lambda: f"barrier {number}: workers {_missing(ranks, self.num_workers)} "
                             f"did not arrive within {self.timeout:g} s (NETS_KV_TIMEOUT); a "
                             f"worker stopped early or skipped a barrier")
+        return self.shared.get(number)

@@ -97,28 +97,30 @@ def unpack(packed):
 
 def cut(array, lo, hi):
     """Rows ``[lo, hi)`` of a dense or row_sparse ``array`` as an array of ``hi - lo``
-    rows (local row ids), for a shard; the whole array when it is the only shard."""
+    rows (local row ids), for a shard; the whole array when it is the only shard. Its
+    values are views of ``array``'s (a row_sparse one's row ids are shifted copies)."""
     if lo == 0 and hi == (array.shape[0] if array.shape else 1):
         return array
     shape = (hi - lo,) + tuple(array.shape[1:])
     if array.stype == "row_sparse":
-        indices = array.indices.asnumpy()
+        indices = array.index_array
         a, b = np.searchsorted(indices, [lo, hi])
-        return RowSparseNDArray(array.data.asnumpy()[a:b], indices[a:b] - lo, shape,
-                                array.context)
-    return NDArray(array.asnumpy()[lo:hi], array.context)
+        return RowSparseNDArray(array.values[a:b], indices[a:b] - lo, shape, array.context)
+    return NDArray(array.values[lo:hi], array.context)
 
 
-def join(shards, shape):
+def join(shards, shape, copy=False):
     """The array of ``shape`` made of ``[(lo, shard array)]`` (ascending ``lo``): dense
-    when every shard is dense, else row_sparse with each shard's rows shifted by ``lo``."""
+    when every shard is dense, else row_sparse with each shard's rows shifted by ``lo``.
+    One shard of the whole array is returned as it is, or with ``copy`` copied (the
+    result then never shares the shards' buffers)."""
     if len(shards) == 1 and shards[0][0] == 0 and tuple(shards[0][1].shape) == tuple(shape):
-        return shards[0][1]
+        return shards[0][1].copy() if copy else shards[0][1]
     if all(s.stype == "default" for _, s in shards):
-        return NDArray(np.concatenate([s.asnumpy() for _, s in shards]))
+        return NDArray(np.concatenate([s.values for _, s in shards]))
     parts = [s if s.stype == "row_sparse" else s.tostype("row_sparse") for _, s in shards]
-    data = np.concatenate([p.data.asnumpy() for p in parts])
-    indices = np.concatenate([p.indices.asnumpy() + lo for (lo, _), p in zip(shards, parts)])
+    data = np.concatenate([p.values for p in parts])
+    indices = np.concatenate([p.index_array + lo for (lo, _), p in zip(shards, parts)])
     return RowSparseNDArray(data, indices.astype(INDEX_DTYPE, copy=False), shape)
 
 

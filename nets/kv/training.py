@@ -36,10 +36,10 @@ import numpy as np
 from ..base import NetsError
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops.sparse_ops import union_rows
-from .base import DIST_NAMES, KVStore, create
+from .base import DIST_NAMES, KVStore, Pending, create
 from .local import rows_of
 
-__all__ = ["store_for", "init_values", "step", "reduce_grads"]
+__all__ = ["store_for", "init_values", "step", "start_step", "reduce_grads"]
 
 
 def store_for(kvstore, need_store, who):
@@ -69,8 +69,9 @@ def init_values(store, items, update_on_kvstore):
     store.init([k for k, _ in items], [w for _, w in items])
     if not update_on_kvstore:
         return
-    dense = [(k, w) for k, w in items if w.stype != "row_sparse"]
-    sparse = [(k, w) for k, w in items if w.stype == "row_sparse"]
+    differ = [(k, w) for k, w in items if not store._holds_init(k)]  # (others: the store's)
+    dense = [(k, w) for k, w in differ if w.stype != "row_sparse"]
+    sparse = [(k, w) for k, w in differ if w.stype == "row_sparse"]
     if dense:
         store.pull([k for k, _ in dense], out=[w for _, w in dense])
     if sparse:
@@ -84,20 +85,40 @@ def step(store, items):
     """Push each ``(key, gradient, weight)`` of ``items`` to a store that updates the
     weights, in one call, and apply to each weight what the update changed (see the
     module's docstring)."""
+    start_step(store, items).wait()
+
+
+def start_step(store, items):
+    """``step`` started: a ``Pending`` whose ``wait()`` applies the answer to the weights
+    (at once when the store answered already: the local store). A distributed store sends
+    the push with its next call (``Module.prepare``'s row pull: one call per server and
+    step); until ``wait()`` the weights and gradients must be left as they are
+    (``Module`` waits before it next uses them)."""
     if not items:
-        return
+        return Pending()
     keeps = [_kept_rows(weight, grad) if weight.stype == "row_sparse" else None
              for _, grad, weight in items]
-    changed = store._push_changed([(k, [g]) for k, g, _ in items],
-                                  [None if keep is None else keep[0] for keep in keeps])
-    for (_, grad, weight), keep, (rows, value) in zip(items, keeps, changed):
-        if weight.stype != "row_sparse":
-            if rows is None:
-                weight[:] = value
+    pushed = store._start_push_changed([(k, [g]) for k, g, _ in items],
+                                       [None if keep is None else keep[0] for keep in keeps],
+                                       [w if w.stype == "row_sparse" else None
+                                        for _, _, w in items])
+
+    def apply():
+        for (_, grad, weight), keep, result in zip(items, keeps, pushed.wait()):
+            if result is None:  # refilled by a row pull sent with the push (the next batch's)
+                continue
+            rows, value = result
+            if weight.stype != "row_sparse":
+                if rows is None:
+                    weight[:] = value
+                else:
+                    weight[rows] = value.data
             else:
-                weight[rows] = value.data
-        else:
-            _merge_rows(weight, grad, rows, value, keep)
+                _merge_rows(weight, grad, rows, value, keep)
+    if pushed.done:  # (a store that updated already: applied now, before any later pull)
+        apply()
+        return Pending()
+    return Pending(apply)
 
 
 def _kept_rows(weight, grad):

@@ -184,24 +184,38 @@ class Pool:
         segs.append(reply)
         return args, path, reply.path, segs
 
-    def answer(self, got, segs, copy=True):
+    def answer(self, got, segs, copy=True, release=True):
         """``got`` (a server's answer) with its staged arrays read from the reply segment
-        (copies, or with ``copy=False`` views valid until the pool's next call), the
-        call's segments returned to the pool."""
+        (copies, or with ``copy=False`` views valid until the segments are reused), the
+        call's segments returned to the pool (with ``release=False``: by ``release``)."""
         reply = segs[-1]
 
         def mapping():
             reply.fit(0)  # (the server may have grown it)
             return reply.map
         got = _read(got, mapping, copy)
-        self._free += segs
+        if release:
+            self.release(segs)
         return got
 
+    def release(self, segs):
+        """Return the segments of an answered call to the pool (views of them are then
+        invalid)."""
+        self._free += [seg for seg in segs if seg in self._all]
+
+    def release_later(self, owner, segs):
+        """``release(segs)`` when ``owner`` is collected."""
+        return weakref.finalize(owner, self.release, segs)
+
     def discard(self, segs):
-        """Remove the segments of a call that failed or whose answer is dropped."""
+        """Remove the segments of a call that failed or whose answer is dropped (those
+        still the pool's: a segment is removed once, at the latest by ``close``)."""
         for seg in segs:
-            self._all.discard(seg)
-            seg.remove()
+            if seg in self._all:
+                self._all.discard(seg)
+                if seg in self._free:
+                    self._free.remove(seg)
+                seg.remove()
 
     def abandon_later(self, owner, segs):
         """Remove ``segs`` when ``owner`` is collected unless ``detach()`` of the returned
@@ -305,5 +319,9 @@ class Maps:
             return result
         staged, arrays, total = _stage(result)
         if total:
-            _copy_in(self.get(path, total), arrays)
+            try:
+                buf = self.get(path, total)
+            except FileNotFoundError:  # the worker dropped the call: nobody reads the answer
+                return None
+            _copy_in(buf, arrays)
         return staged

@@ -37,7 +37,7 @@ def op_in(F, op):
     """Operator ``op`` as ``hybrid_forward``'s namespace ``F`` has it: ``op`` itself for
     ``nets.nd`` (which hides private operators such as the fused losses), ``nets.sym``'s
     graph builder of that name when tracing."""
-    return getattr(F, op.name, op)
+    return op if F is _nd else getattr(F, op.name, op)
 
 
 class _Scope:
@@ -413,9 +413,9 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        if self._active and not kwargs and not any(isinstance(a, _symbol.Symbol) for a in args):
+        if self._active and not kwargs:
             return self._call_cached(args)
-        return self.forward(*args, **kwargs)  # (Symbol inputs: composing a larger graph)
+        return self.forward(*args, **kwargs)
 
     def forward(self, x: NDArray | Symbol, *args: NDArray | Symbol) -> Any:
         """``hybrid_forward(F, x, *args, **parameter arrays)`` with ``F`` = ``nets.nd``
@@ -442,12 +442,12 @@ class HybridBlock(Block):
         return self.hybrid_forward(_nd, x, *args, **self._param_arrays(x, *args))
 
     def _call_cached(self, args):
-        args, key = list(args), []
-        for i, a in enumerate(args):
-            if not isinstance(a, _nd.NDArray):
-                a = args[i] = _nd.array(a)
-            key.append((a.shape, a.dtype, a.stype))
-        key = tuple(key)
+        if not all([isinstance(a, _nd.NDArray) for a in args]):
+            if any([isinstance(a, _symbol.Symbol) for a in args]):
+                return self.forward(*args)  # (Symbol inputs: composing a larger graph)
+            args = [a if isinstance(a, _nd.NDArray) else _nd.array(a) for a in args]
+        args = list(args)
+        key = tuple([(a.shape, a.dtype, a.stype) for a in args])
         entry = self._cached.get(key)
         if entry is None:
             entry = self._cached[key] = self._trace(args)
@@ -502,7 +502,9 @@ class HybridBlock(Block):
                                                    if n in params})
 
     def _param_arrays(self, *inputs):
-        arrays = {name: p._data for name, p in self._reg_params.items()}
+        if not self._reg_params:  # (activations, losses)
+            return {}
+        arrays = {name: p._array for name, p in self._reg_params.items()}
         for a in arrays.values():
             if a is None:
                 break
@@ -514,7 +516,7 @@ class HybridBlock(Block):
         for p in pending:
             p._finish_deferred_init()
             p._check_initialized()
-        return {name: p._data for name, p in self._reg_params.items()}
+        return {name: p._array for name, p in self._reg_params.items()}
 
     def infer_shape(self, *args: NDArray) -> None:
         """Set unknown parameter shapes from the inputs (layers override this).

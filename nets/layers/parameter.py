@@ -19,6 +19,7 @@ from .. import autograd
 from .. import init as init_mod
 from ..base import NetsError, ShapeError, StorageTypeError, as_dtype, current_context
 from ..arrays.creation import array, zeros_sparse
+from ..arrays.dense import NDArray
 from ..serialization import check_stored
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
     from ..symbol import Symbol
 
-    from ..arrays import NDArray
     from ..base import Context
     from ..init import Initializer
 
@@ -37,6 +37,20 @@ _GRAD_REQS = ("write", "add", "null")
 
 class DeferredInitializationError(NetsError):
     """A parameter's data was requested before its deferred initialization ran."""
+
+
+def _contexts(ctx, what):
+    """``ctx`` (None, a Context or a non-empty list of them) as a list of Contexts."""
+    if isinstance(ctx, (list, tuple)):
+        if not ctx:
+            raise NetsError(f"{what}: ctx=[] names no context")
+        return [current_context(c) for c in ctx]
+    return [current_context(ctx)]
+
+
+def _context_of(row_id, data):
+    """The context of ``row_id`` (an ``NDArray``), else ``data``'s."""
+    return row_id.context if isinstance(row_id, NDArray) else data.context
 
 
 def _shape_known(shape):
@@ -117,8 +131,11 @@ class Parameter:
         self._differentiable = differentiable
         self.stype, self.grad_stype = stype, grad_stype
         self._grad_req = self._check_grad_req(grad_req if differentiable else "null")
-        self._data = None
+        self._array = None
         self._deferred = None  # (initializer, ctx) waiting for a known shape
+        # the contexts given to initialize/reset_ctx: the one array stands for a copy on
+        # each (MXNet keeps one per device; on CPUs they would be equal copies)
+        self._ctxs = None
         # set by a Trainer whose KVStore holds this row_sparse weight: (param, row_id) pulls
         # those rows from the store into the data
         self._row_source = None
@@ -171,16 +188,16 @@ class Parameter:
         if not self._differentiable:
             req = "null"
         self._grad_req = req
-        if self._data is not None:
+        if self._array is not None:
             self._attach_grad()
 
     def _attach_grad(self):
         """Declare the data's gradient slot: a new buffer of ``grad_stype`` written by
         ``grad_req``, or none for ``'null'``."""
         if self._grad_req == "null":
-            autograd.release_grad(self._data)
+            autograd.release_grad(self._array)
         else:
-            autograd.attach_grad(self._data, self._grad_req, stype=self.grad_stype)
+            autograd.attach_grad(self._array, self._grad_req, stype=self.grad_stype)
 
     # -- initialization ---------------------------------------------------------------
     def initialize(self, init: Initializer | str | None = None,
@@ -195,7 +212,9 @@ class Parameter:
         init : Initializer or str, optional
             The initializer; default the parameter's own ``init``, else ``default_init``.
         ctx : Context or list of Context, optional
-            The device; default the current context.
+            The device; default the current context. A list (MXNet's copy per device)
+            keeps one array, on the first, that ``list_data``/``list_grad`` give once per
+            context.
         default_init : Initializer or str, optional
             The initializer when neither ``init`` nor the parameter's own is given;
             default ``Uniform(0.07)``.
@@ -203,26 +222,29 @@ class Parameter:
             Re-initialize a parameter that already has values (otherwise it is kept,
             with a warning).
         """
-        if self._data is not None and not force_reinit:
+        if self._array is not None and not force_reinit:
             warnings.warn(f"Parameter {self.name!r} is already initialized; pass "
                           f"force_reinit=True to re-initialize", stacklevel=2)
             return
         chosen = init if init is not None else self.init
         if chosen is None:
             chosen = default_init if default_init is not None else init_mod.Uniform()
-        ctx = current_context(ctx[0] if isinstance(ctx, (list, tuple)) else ctx)
+        self._ctxs = _contexts(ctx, "initialize")
+        ctx = self._ctxs[0]
         if not _shape_known(self._shape):
             if not self.allow_deferred_init:
                 raise NetsError(f"cannot initialize Parameter {self.name!r}: its shape "
                                 f"{self._shape} is unknown and allow_deferred_init is False")
-            self._data, self._deferred = None, (chosen, ctx)
+            self._array, self._deferred = None, (chosen, ctx)
             return
         self._init_impl(chosen, ctx)
 
     def _init_impl(self, initializer, ctx, made=True):
         data = zeros_sparse(self.stype, self._shape, ctx, self.dtype)
         init_mod.create(initializer)(self.name, data)
-        self._data, self._deferred = data, None
+        self._array, self._deferred = data, None
+        if self._ctxs is None:  # (set_data before initialize: the data's context)
+            self._ctxs = [data.context]
         self._attach_grad()
         if made:
             self._made()
@@ -270,7 +292,7 @@ class Parameter:
         self._init_impl(*self._deferred)
 
     def _check_initialized(self):
-        if self._data is not None:
+        if self._array is not None:
             return
         if self._deferred is not None:
             raise DeferredInitializationError(
@@ -293,20 +315,27 @@ class Parameter:
         NDArray
             The data, of storage type ``stype``.
         """
-        data = self._data
+        data = self._array
         if data is None:
             self._check_initialized()  # (raises: why there is none)
         return data
 
+    @property
+    def _data(self):
+        """MXNet's private list of the data per context (read by MXNet's tests and some of
+        its programs): the one array once per context, or None before initialization.
+        Read-only."""
+        return None if self._array is None else [self._array] * len(self._ctxs)
+
     def list_data(self) -> list[NDArray]:
-        """``[data()]`` (one device).
+        """The data once per context of ``list_ctx()`` (one array: see ``initialize``).
 
         Returns
         -------
         list of NDArray
             The data on each device.
         """
-        return [self.data()]
+        return [self.data()] * len(self._ctxs)
 
     def grad(self, ctx: Context | None = None) -> NDArray:
         """The gradient array.
@@ -322,9 +351,9 @@ class Parameter:
             The gradient, of storage type ``grad_stype``.
         """
         self._check_initialized()
-        if self._data.grad is None:
+        if self._array.grad is None:
             raise NetsError(f"Parameter {self.name!r} has no gradient (grad_req='null')")
-        return self._data.grad
+        return self._array.grad
 
     def var(self) -> Symbol:
         """This parameter as a symbol variable (MXNet's ``Parameter.var()``): named
@@ -345,14 +374,14 @@ class Parameter:
         return self._var
 
     def list_grad(self) -> list[NDArray]:
-        """``[grad()]`` (one device).
+        """The gradient once per context of ``list_ctx()`` (one array).
 
         Returns
         -------
         list of NDArray
             The gradient on each device.
         """
-        return [self.grad()]
+        return [self.grad()] * len(self._ctxs)
 
     def list_ctx(self) -> list[Context]:
         """The contexts the data lives on.
@@ -360,19 +389,19 @@ class Parameter:
         Returns
         -------
         list of Context
-            One context (nets runs on one device).
+            The contexts given to ``initialize`` (or ``reset_ctx``).
         """
-        if self._data is None and self._deferred is not None:
-            return [self._deferred[1]]
-        self._check_initialized()
-        return [self._data.context]
+        if self._array is None and self._deferred is None:
+            self._check_initialized()  # (raises)
+        return list(self._ctxs)
 
     def row_sparse_data(self, row_id: NDArray) -> NDArray:
         """The rows ``row_id`` of a row_sparse parameter, as a row_sparse array.
 
         When a Trainer keeps the weight on a KVStore, the rows are pulled from the store
         into the parameter's data, which then holds exactly those rows and is returned
-        (MXNet's); otherwise they are selected from the data, which holds every row.
+        (MXNet's); otherwise they are selected from the data, which holds every row. The
+        result is on ``row_id``'s context (MXNet's rule), a copy when that is another one.
 
         Parameters
         ----------
@@ -391,9 +420,9 @@ class Parameter:
         if self._row_source is not None:
             with autograd.pause():
                 self._row_source(self, row_id)
-            return self._data
+            return self._array.as_in_context(_context_of(row_id, self._array))
         from ..ops import retain
-        return retain(self._data, row_id)
+        return retain(self._array, row_id).as_in_context(_context_of(row_id, self._array))
 
     def set_row_source(self, source: Callable[[Parameter, NDArray], Any] | None) -> None:
         """Read this parameter's rows in ``row_sparse_data`` through ``source``.
@@ -407,7 +436,7 @@ class Parameter:
         self._row_source = source
 
     def list_row_sparse_data(self, row_id: NDArray) -> list[NDArray]:
-        """``[row_sparse_data(row_id)]`` (one device).
+        """``row_sparse_data(row_id)`` once per context of ``list_ctx()`` (one array).
 
         Parameters
         ----------
@@ -419,7 +448,7 @@ class Parameter:
         list of RowSparseNDArray
             Those rows on each device.
         """
-        return [self.row_sparse_data(row_id)]
+        return [self.row_sparse_data(row_id)] * len(self._ctxs)
 
     def set_data(self, data: NDArray | ArrayLike) -> None:
         """Replace the values (the storage type stays ``stype``).
@@ -442,20 +471,20 @@ class Parameter:
         return data if hasattr(data, "stype") else array(data, dtype=self.dtype)
 
     def _set_checked(self, data):
-        if self._data is None:
+        if self._array is None:
             self.shape = data.shape
             pending = self._deferred
             self._init_impl(init_mod.Zero(), pending[1] if pending else None, made=False)
-            self._data[:] = data
+            self._array[:] = data
             self._made()
             return
-        self._data[:] = data
+        self._array[:] = data
 
     def zero_grad(self) -> None:
         """Reset the gradient to zero (a row_sparse gradient becomes empty)."""
-        if self._data is None or self._data.grad is None:
+        if self._array is None or self._array.grad is None:
             return
-        g = self._data.grad
+        g = self._array.grad
         g[:] = zeros_sparse(g.stype, g.shape, g.context, g.dtype)
 
     def cast(self, dtype: DTypeLike) -> None:
@@ -467,19 +496,20 @@ class Parameter:
             The new element type.
         """
         self.dtype = as_dtype(dtype)
-        if self._data is not None:
-            self._data = self._data.astype(self.dtype)
+        if self._array is not None:
+            self._array = self._array.astype(self.dtype)
             self._attach_grad()
 
     def reset_ctx(self, ctx: Context | list[Context]) -> None:
-        """Move to ``ctx`` (only the CPU exists: checks and keeps the data).
+        """Move to ``ctx`` (only the CPU exists: checks the contexts, which ``list_ctx``
+        then gives, and keeps the data).
 
         Parameters
         ----------
         ctx : Context or list of Context
-            The new device.
+            The new device(s).
         """
-        current_context(ctx[0] if isinstance(ctx, (list, tuple)) else ctx)
+        self._ctxs = _contexts(ctx, "reset_ctx")
 
 
 class ParameterDict:

@@ -137,6 +137,7 @@ class Module(BaseModule):
         self._exec = self._optimizer = self._preload = None
         self._kvstore, self._update_on_kvstore = None, False
         self._rows_pending = None  # prepare's pull of a batch's rows, until they are used
+        self._step_pending = None  # update's push to the store, until the weights are used
         self._preload_states = None  # a states file for init_optimizer (Module.load)
         self._data_shapes, self._label_shapes = [], []
         if compression_params is not None:
@@ -389,7 +390,7 @@ class Module(BaseModule):
                             f"nets.optim.Optimizer, got {type(optimizer).__name__}")
         self._optimizer = optimizer
         self._kvstore, self._update_on_kvstore = store, store is not None
-        self._rows_pending = None
+        self._rows_pending = self._step_pending = None
         if store is not None:
             store.set_optimizer(optimizer)
             if self._compression_params is not None:
@@ -445,10 +446,13 @@ class Module(BaseModule):
             self._rows_pending = self._kvstore.prefetch_rows(keys, outs, ids_list)
 
     def _take_rows(self):
-        """Wait for ``prepare``'s pull (if one is pending): the weights hold its rows."""
-        pending, self._rows_pending = self._rows_pending, None
-        if pending is not None:
-            pending.wait()
+        """Apply ``update``'s answer, then wait for ``prepare``'s pull (those pending): the
+        weights hold the store's values and the pulled rows."""
+        for name in ("_step_pending", "_rows_pending"):
+            pending = getattr(self, name)
+            setattr(self, name, None)
+            if pending is not None:
+                pending.wait()
 
     def save_optimizer_states(self, fname: str | os.PathLike) -> None:
         """Save the optimizer's state (``nets.optim.save_states``: each parameter's state
@@ -548,8 +552,9 @@ class Module(BaseModule):
         exe, opt = self._exec, self._optimizer
         items = [(i, exe.grad_dict[n], exe.arg_dict[n]) for i, n in enumerate(self._param_names)
                  if exe.grad_dict.get(n) is not None]
-        if self._update_on_kvstore:  # the store runs the optimizer: one push for them all
-            kv_training.step(self._kvstore, items)
+        if self._update_on_kvstore:  # the store runs the optimizer: one push for them all,
+            # sent with the next prepare's row pull, applied at the next use of the weights
+            self._step_pending = kv_training.start_step(self._kvstore, items)
             return
         for i, grad, weight in items:
             opt.step(i, weight, grad)

@@ -1,8 +1,9 @@
 """Elementwise binary operators, declared from one table (``_BINARY``).
 
 Each row gives MXNet's operators: ``broadcast_<op>`` (numpy broadcasting),
-``elemwise_<op>`` (same shape; add/sub/mul/div), ``_<op>_scalar`` and its reflected
-``_r<op>_scalar`` (array with a scalar ``scalar``), and the public ``add``/``subtract``/...
+``elemwise_<op>`` (same shape; add/sub/mul/div; MXNet's ``_hypot`` for hypot),
+``_<op>_scalar`` and its reflected ``_r<op>_scalar`` (array with a scalar ``scalar``),
+and the public ``add``/``subtract``/...
 that pick one of them from their arguments (an array or a scalar on either side), as
 NDArray's Python operators do. Results have the operands' dtype; comparisons give 0/1.
 
@@ -57,7 +58,9 @@ follows the tables above applied to ``g * derivative``: ``rsp * 2`` and ``rsp + 
 pass ``g`` on in its own stype (a row_sparse ``g`` stays row_sparse); ``dense * csr``
 gives the dense operand the csr gradient ``g * csr`` (cast where it reaches a leaf); a
 derivative that is not zero where a sparse operand stores nothing (``maximum``'s lhs,
-``divide``) gives a dense gradient.
+``divide``) gives a dense gradient. ``hypot``'s gradients are always dense, nan where
+both operands are 0 (its derivative ``a / hypot(a, b)`` is undefined there; MXNet's
+backward computes the same nan densely).
 """
 import numbers
 
@@ -74,7 +77,12 @@ from .unary import as_dense, declare_vjp, map_op, positions
 __all__ = []  # extended below from the table
 
 UNION, INTERSECTION, LEFT = "union", "intersection", "left"
-_SAME_SHAPE = ("add", "sub", "mul", "div")  # the stems that also get elemwise_<stem>
+# the stems that also get a same-shape operator, by its MXNet name
+_SAME_SHAPE = {"add": "elemwise_add", "sub": "elemwise_sub", "mul": "elemwise_mul",
+               "div": "elemwise_div", "hypot": "_hypot"}
+# rows whose derivatives are not 0 where both operands are 0 (hypot's a / hypot(a, b) is
+# nan at (0, 0)): dense gradients (``declare_vjp(dense=True)``), MXNet's dense backward
+_DENSE_GRADS = ("hypot",)
 
 def _div_keeping(y, b):
     """``y / b`` keeping a sparse ``y``'s stype (``broadcast_div``; ``/`` of one shape would
@@ -100,6 +108,8 @@ _BINARY = (  # public name, broadcast stem, scalar stem, reflected scalar stem, 
      lambda a, b, y: 1 - (a < b), lambda a, b, y: a < b),
     ("minimum", "minimum", "minimum", "minimum", np.minimum, UNION,
      lambda a, b, y: 1 - (a > b), lambda a, b, y: a > b),
+    ("hypot", "hypot", "hypot", "hypot", np.hypot, UNION,
+     lambda a, b, y: a / y, lambda a, b, y: b / y),
     ("equal", "equal", "equal", "equal", np.equal, None, None, None),
     ("not_equal", "not_equal", "not_equal", "not_equal", np.not_equal, UNION, None, None),
     ("greater", "greater", "greater", "lesser", np.greater, UNION, None, None),
@@ -252,7 +262,7 @@ def _broadcast_shapes(ins, attrs):
         raise ShapeError(f"shapes {ins[0]} and {ins[1]} cannot be broadcast together") from None
 
 
-def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
+def _binary_op(name, fn, zeros, broadcast, doc, derivatives, dense_grads=False):
     op = Op(name, ("lhs", "rhs"), doc=f"{doc}\n\nStorage: {_STORAGE[zeros]}; other mixes fall "
                                       f"back (see ``nets.ops.elemwise``).")
     op.shape(_broadcast_shapes if broadcast else all_same_shape)
@@ -287,7 +297,7 @@ def _binary_op(name, fn, zeros, broadcast, doc, derivatives):
             [(st, st)] if zeros in (UNION, INTERSECTION) else [])
     for pattern in patterns:
         op.impl(*pattern)(run)
-    return declare_vjp(op, derivatives, fit=_unbroadcast)
+    return declare_vjp(op, derivatives, fit=_unbroadcast, dense=dense_grads)
 
 
 def _is_scalar(x):
@@ -343,14 +353,15 @@ def _scalar_op(stem, fn, reflected, d, keeps_zeros=False):
 def _declare(name, stem, sstem, rstem, fn, zeros, dl, dr):
     """The array operators of one ``_BINARY`` row, by name."""
     what = f"``{fn.__name__}(lhs, rhs)``"
+    dense_grads = name in _DENSE_GRADS
     bop = _binary_op(f"broadcast_{stem}", fn, zeros, True,
-                     f"Elementwise {what} with numpy broadcasting.", (dl, dr))
+                     f"Elementwise {what} with numpy broadcasting.", (dl, dr), dense_grads)
     out = {bop.name: bop}
     if stem in _SAME_SHAPE:
-        out[f"elemwise_{stem}"] = _binary_op(
-            f"elemwise_{stem}", fn, zeros, False,
+        out[_SAME_SHAPE[stem]] = _binary_op(
+            _SAME_SHAPE[stem], fn, zeros, False,
             f"Elementwise {what} of two arrays of the same shape (``ShapeError`` otherwise).",
-            (dl, dr))
+            (dl, dr), dense_grads)
     return out
 
 
@@ -364,10 +375,74 @@ globals().update(SCALAR_OPS)
 for _row in _BINARY:
     _ops = _declare(*_row)
     globals().update(_ops)
-    __all__ += list(_ops)
+    __all__ += [n for n in _ops if not n.startswith("_")]  # `_hypot`: MXNet's _internal
 _ops = dispatchers(lambda op_name: globals()[op_name])
 globals().update(_ops)
 __all__ += list(_ops)
 broadcast_plus, broadcast_minus = globals()["broadcast_add"], globals()["broadcast_sub"]
 __all__ += ["broadcast_plus", "broadcast_minus"]
 del _row, _ops
+
+
+# MXNet's _scatter_* operators (_internal): a sparse operand's stored values only change,
+# its pattern kept (its unstored entries stay 0, whatever the scalar or divisor)
+for _stem, _fn in (("plus", np.add), ("minus", np.subtract)):
+    globals()[f"_scatter_{_stem}_scalar"] = map_op(
+        f"_scatter_{_stem}_scalar", lambda x, scalar, f=_fn: f(x, scalar), {"scalar": REQUIRED},
+        f"``{_fn.__name__}(data, scalar)`` at the stored values of a sparse ``data`` (its "
+        f"unstored entries stay 0: the stype and pattern are kept), at every element of a "
+        f"dense one. The gradient passes ``g`` through (MXNet's ``_copy``).", 1,
+        keeps_zeros=True)
+
+_scatter_elemwise_div = Op("_scatter_elemwise_div", ("lhs", "rhs"), doc="""\
+``lhs / rhs`` (one shape), computed only at the rows a row_sparse ``lhs`` stores: the
+result is row_sparse with ``lhs``'s rows (``rhs``, of any stype, read at those rows only);
+an unstored row stays 0 whatever ``rhs`` holds there. Any other ``lhs`` gives
+``elemwise_div``'s dense result (two dense operands natively, others by the dense
+fallback, as MXNet). Gradients ``g / rhs`` and ``-g * lhs / rhs ** 2`` are dense (MXNet's
+``_backward_div``), nan where ``rhs`` is 0 and ``lhs`` or ``g`` is too.""")
+_scatter_elemwise_div.shape(all_same_shape)
+
+
+@_scatter_elemwise_div.infer
+def _(lhs, rhs):
+    return "row_sparse" if lhs == "row_sparse" else "default"
+
+
+@_scatter_elemwise_div.impl("default", "default")
+def _(lhs, rhs):
+    _out_shape("_scatter_elemwise_div", lhs, rhs, False)
+    return NDArray(_apply(np.divide, lhs.values, rhs.values,
+                          np.result_type(lhs.dtype, rhs.dtype)), lhs.context)
+
+
+def _rows_of(x, rows):
+    """Rows ``rows`` (sorted, unique) of ``x`` (any stype) as a dense numpy block, reading
+    only those rows."""
+    if x.stype == "default":
+        return x.values[rows]
+    out = np.zeros((len(rows),) + x.shape[1:], x.dtype)
+    if x.stype == "row_sparse":
+        at = np.minimum(np.searchsorted(x.index_array, rows), len(x.index_array) - 1)
+        hit = (x.index_array[at] == rows) if len(x.index_array) else np.zeros(len(rows), bool)
+        out[hit] = x.values[at[hit]]
+        return out
+    starts, counts = x.indptr_array[rows], np.diff(x.indptr_array)[rows]
+    first = np.cumsum(counts) - counts  # where each row's entries start among the picked
+    pos = np.arange(counts.sum()) - np.repeat(first - starts, counts)
+    out[np.repeat(np.arange(len(rows)), counts), x.index_array[pos]] = x.values[pos]
+    return out
+
+
+@_scatter_elemwise_div.impl("row_sparse", "default")
+@_scatter_elemwise_div.impl("row_sparse", "row_sparse")
+@_scatter_elemwise_div.impl("row_sparse", "csr")
+def _(lhs, rhs):
+    _out_shape("_scatter_elemwise_div", lhs, rhs, False)
+    return lhs.with_values(_apply(np.divide, lhs.values, _rows_of(rhs, lhs.index_array),
+                                  np.result_type(lhs.dtype, rhs.dtype)))
+
+
+declare_vjp(_scatter_elemwise_div, (lambda a, b, y: 1 / b, lambda a, b, y: -a / (b * b)),
+            dense=True)
+del _stem, _fn

@@ -15,10 +15,10 @@ anything else with a sparse input          default         dense fallback (warns
 
 Gradients (the vjp beside each op): take / pick scatter the gradient into zeros of the
 input's shape (``take`` adds repeated indices; clipped or wrapped indices send their
-gradient to the position they read), where routes it to ``x`` or ``y``. Indices,
-conditions and CSR inputs get none (a CSR array is data - a batch - never a parameter, as
-in MXNet). ``take(row_sparse, indices)`` along axis 0 gives the embedding gradient:
-row_sparse, holding the taken rows with repeated ones summed. Otherwise gradients are dense.
+gradient to the position they read), where routes it to ``x`` or ``y``. Indices and
+conditions get none. ``take(row_sparse, indices)`` along axis 0 gives the embedding
+gradient: row_sparse, holding the taken rows with repeated ones summed. Otherwise
+gradients are dense, a CSR input's too (as MXNet's fallback computes them).
 """
 import numpy as np
 
@@ -155,9 +155,8 @@ def _(node, g):
 @take.grad_stype
 def _(a, indices, axis, mode):
     """Rows of a row_sparse ``a`` taken along axis 0 give it a row_sparse gradient (the
-    rows taken); otherwise dense (csr: none)."""
-    return (None if a == "csr" else "row_sparse" if a == "row_sparse" and axis == 0
-            else "default"), None
+    rows taken); otherwise dense."""
+    return ("row_sparse" if a == "row_sparse" and axis == 0 else "default"), None
 
 
 _backward_take = Op("_backward_take", ("data", "indices"),

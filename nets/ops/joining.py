@@ -11,9 +11,8 @@ anything else with a sparse input          default         dense fallback (warns
 =========================================  ==============  =================================
 
 Gradients (the vjp beside each op): concat slices, stack unstacks, split concatenates
-(stacks with ``squeeze_axis``). CSR inputs get none (a CSR array is data - a batch - never
-a parameter, as in MXNet). A row_sparse gradient stays row_sparse where the op maps rows
-to rows (concat, split); otherwise gradients are dense.
+(stacks with ``squeeze_axis``). A row_sparse gradient stays row_sparse where the op maps
+rows to rows (concat, split); otherwise gradients are dense (a CSR input's too).
 """
 import builtins
 

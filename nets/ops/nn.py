@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import random as _random
-from ..base import DEFAULT_DTYPE, DTypeError, NetsError, ShapeError, as_dtype
+from ..base import DEFAULT_DTYPE, FLOAT_DTYPES, DTypeError, NetsError, ShapeError, as_dtype
 from ..arrays.dense import NDArray
 from . import unary
 from .dot import _csr_dense_into, _matmul, dot
@@ -257,7 +257,8 @@ raises ``NetsError`` naming it and its position (MXNet silently clipped out-of-r
 ids). ``weight`` may be dense or row_sparse (absent rows read as zeros, gathered
 without densifying). The output is dense and has the weight's dtype; ``dtype`` names
 the weight dtype (as in MXNet) and ``sparse_grad=True`` makes the weight gradient
-row_sparse.
+row_sparse; without it the gradient is dense, for a row_sparse weight too (MXNet's rule:
+the gradient's storage type follows ``sparse_grad`` alone).
 """, entrywise=False)
 
 
@@ -273,7 +274,7 @@ Embedding.dtype(lambda d, a: d[1], index={0})
 
 @Embedding.grad_stype
 def _(data, weight, sparse_grad, **attrs):
-    return None, "row_sparse" if sparse_grad or weight == "row_sparse" else "default"
+    return None, "row_sparse" if sparse_grad else "default"
 
 
 @Embedding.infer
@@ -310,13 +311,20 @@ def _(data, weight, input_dim, output_dim, dtype, sparse_grad):
 def _(node, g):
     """No gradient for the ids; the weight's is the output gradient's rows added at their
     ids (``take``'s gradient along axis 0): row_sparse (the batch's unique ids, sorted,
-    duplicates' rows summed) with ``sparse_grad=True`` or a row_sparse weight, else dense
+    duplicates' rows summed) with ``sparse_grad=True``, else dense
     ``(input_dim, output_dim)``.
     """
     data, weight = node.inputs
-    sparse = node.attrs["sparse_grad"] or weight.stype == "row_sparse"
-    return None, _backward_take(as_dense(g), data, shape=weight.shape, axis=0, mode=None,
-                                 stype="row_sparse" if sparse else "default")
+    stype = "row_sparse" if node.attrs["sparse_grad"] else "default"
+    g = as_dense(g)
+    if RECORDER.get() is None and data.stype == "default" and g.dtype in FLOAT_DTYPES:
+        # not differentiated again: the implementation itself (its result has ``stype``;
+        # its attributes in order: shape, axis, mode, stype)
+        return None, _BACKWARD_TAKE_DENSE(g, data, weight.shape, 0, None, stype)
+    return None, _backward_take(g, data, shape=weight.shape, axis=0, mode=None, stype=stype)
+
+
+_BACKWARD_TAKE_DENSE = _backward_take.find_impl(("default", "default"))
 
 
 # -- Activation --------------------------------------------------------------------------------
@@ -699,8 +707,9 @@ tape node less, forward and backward). ``label`` has ``pred``'s shape or the out
 def _loss_op(name, attrs, doc, loss, grads):
     """An elementwise loss of dense ``pred`` and ``label`` as ONE operator: ``nets.loss``
     would otherwise pay a dispatch per composed operator, forward and backward.
-    ``loss(x, y, **attrs)`` and ``grads(x, y, **attrs)`` (the partial derivatives w.r.t.
-    ``x`` and ``y``) are numpy formulas over ``pred``'s shape. The vjp is computed in
+    ``loss(x, y, **attrs)`` and ``grads(x, y, label, **attrs)`` (the partial derivatives
+    w.r.t. ``x`` and, when ``label`` (a gradient flows to it), ``y``, else None) are numpy
+    formulas over ``pred``'s shape. The vjp is computed in
     numpy, so it is not itself differentiable (no second derivative under
     ``create_graph``)."""
     op = Op(name, ("pred", "label"), {**attrs, "shape": None}, doc=doc + _LOSS_SHAPE)
@@ -738,7 +747,7 @@ def _loss_op(name, attrs, doc, loss, grads):
         g = as_dense(g).values.reshape(shape)
         # (sparse operands reach here from the dense fallback)
         derivs = grads(as_dense(pred).values, as_dense(label).values.reshape(shape),
-                       **{k: node.attrs[k] for k in names})
+                       node.parents[1] is not None, **{k: node.attrs[k] for k in names})
         return tuple([None if parent is None else
                       NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
                       for parent, x, d in zip(node.parents, (pred, label), derivs)])
@@ -754,11 +763,12 @@ def _bce(x, y, from_sigmoid):
     return np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
 
 
-def _bce_grads(x, y, from_sigmoid):
+def _bce_grads(x, y, label, from_sigmoid):
     if from_sigmoid:
-        lp, lq = np.log(x + _BCE_EPS), np.log(1 - x + _BCE_EPS)
-        return (1 - y) / (1 - x + _BCE_EPS) - y / (x + _BCE_EPS), lq - lp
-    return np.exp(-np.logaddexp(0, -x)) - y, -x  # sigmoid(x) - y, without overflow
+        dy = np.log(1 - x + _BCE_EPS) - np.log(x + _BCE_EPS) if label else None
+        return (1 - y) / (1 - x + _BCE_EPS) - y / (x + _BCE_EPS), dy
+    # sigmoid(x) - y, without overflow
+    return np.exp(-np.logaddexp(0, -x)) - y, -x if label else None
 
 
 _sigmoid_bce = _loss_op("_sigmoid_bce", {"from_sigmoid": False}, """\
@@ -771,7 +781,7 @@ log(1 - p + eps))``, ``eps = 1e-12``. The fused form of ``SigmoidBinaryCrossEntr
 _l2_loss = _loss_op("_l2_loss", {}, """\
 Elementwise ``0.5 * (pred - label)**2`` of a dense ``pred`` and ``label`` of the same
 shape: the fused form of ``L2Loss``.
-""", lambda x, y: 0.5 * np.square(x - y), lambda x, y: (x - y, y - x))
+""", lambda x, y: 0.5 * np.square(x - y), lambda x, y, label: (x - y, y - x if label else None))
 
 
 # Public handles of the internal operators other packages call (``nets.layers``, ``nets.loss``);

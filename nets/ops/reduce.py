@@ -106,19 +106,29 @@ def _mapped(pre, values):
     return values if pre is None else pre(values)
 
 
-def _dense_keep(x, pre, ufunc, axes):
-    a = _mapped(pre, x.values)
+def _short_rows(a, axes):
+    """The length of the rows a sum of numpy ``a`` over ``axes`` adds up when they are its
+    trailing axes, short, float and C-contiguous (what ``row_sums`` and ``row_dots`` take),
+    else 0."""
     lead = a.ndim - len(axes)
     n = math.prod(a.shape[lead:])
-    if (ufunc is np.add and axes and 0 < n <= 128 and a.dtype in FLOAT_DTYPES
-            and a.flags.c_contiguous and axes == tuple(range(lead, a.ndim))):
+    if (axes and 0 < n <= 128 and a.dtype in FLOAT_DTYPES and a.flags.c_contiguous
+            and axes == tuple(range(lead, a.ndim))):
+        return n
+    return 0
+
+
+def _dense_keep(x, pre, ufunc, axes):
+    a = _mapped(pre, x.values)
+    n = _short_rows(a, axes) if ufunc is np.add else 0
+    if n:
         # Trailing rows this short: numpy's reduce pays an inner-loop call per row. The
         # row-sum kernel sums them in one pass on one thread; a larger array goes to a BLAS
         # matrix-vector product with ones, which BLAS may spread over threads. Both are as
         # accurate as numpy's pairwise sum here.
         rows = a.reshape(-1, n)
         sums = kernels.reduce.row_sums(rows) if a.size <= 1 << 18 else rows @ np.ones(n, a.dtype)
-        return sums.reshape(a.shape[:lead] + (1,) * len(axes))
+        return sums.reshape(a.shape[:a.ndim - len(axes)] + (1,) * len(axes))
     return ufunc.reduce(a, axis=axes, keepdims=True)
 
 
@@ -170,7 +180,7 @@ def _reduce(data, pre, ufunc, finish, axis, keepdims, exclude=False, dtype=None)
         _check_nonempty(ufunc.__name__, shape, axes)
     r = _KEEP[data.stype](data, pre, ufunc, axes)
     if finish is not None:
-        r = finish(r, math.prod(shape[a] for a in axes))
+        r = finish(r, math.prod([shape[a] for a in axes]))
     out = np.asarray(r, dtype=data.dtype if dtype is None else dtype)
     return NDArray(out.reshape(_shape(shape, axes, keepdims)), data.context)
 
@@ -515,6 +525,13 @@ def _(ins, attrs):
 
 @_mul_sum.impl("default", "default")
 def _(lhs, rhs, axis, keepdims, exclude):
+    a, b = lhs.values, rhs.values
+    if a.shape == b.shape and a.dtype == b.dtype and b.flags.c_contiguous:
+        axes = _axes(a.shape, axis, exclude)
+        n = _short_rows(a, axes)
+        if n and a.size <= 1 << 18:  # (where the sum of the product runs ``row_sums``)
+            sums = kernels.reduce.row_dots(a.reshape(-1, n), b.reshape(-1, n))
+            return NDArray(sums.reshape(_shape(a.shape, axes, keepdims)), lhs.context)
     product = broadcast_mul.find_impl(("default", "default"))(lhs, rhs)
     return sum.find_impl(("default",))(product, axis, keepdims, exclude)
 
@@ -525,17 +542,18 @@ def _(node, g):
     operand's shape where it was broadcast: sum's vjp followed by broadcast_mul's."""
     lhs, rhs = node.inputs
     attrs = node.attrs
-    shape = np.broadcast_shapes(lhs.shape, rhs.shape)
+    shape = lhs.shape
+    if rhs.shape != shape:
+        shape = np.broadcast_shapes(shape, rhs.shape)
     axes = _axes(shape, attrs["axis"], attrs["exclude"])
     g = as_dense(g)
     pairs = ((lhs, rhs, node.parents[0]), (rhs, lhs, node.parents[1]))
     if RECORDER.get() is None and lhs.stype == rhs.stype == "default":
         # not differentiated again: numpy broadcasts g in the product itself
-        gk = g.values.reshape(_shape(shape, axes, True))
-        with np.errstate(all="ignore"):  # as broadcast_mul's vjp (nan, inf follow numpy)
-            return tuple(None if parent is None else
-                         NDArray(_product_grad(gk, other.values, x.shape, shape), g.context)
-                         for x, other, parent in pairs)
+        gk, ctx = g.values.reshape(_shape(shape, axes, True)), g.context
+        return tuple([None if parent is None else
+                      NDArray(_product_grad(gk, other.values, x.shape, shape), ctx)
+                      for x, other, parent in pairs])
     expanded = _backward_sum(g, shape=shape, axes=axes, scale=1.0)
     return tuple(None if parent is None else _unbroadcast(expanded * other, x)
                  for x, other, parent in pairs)
@@ -544,10 +562,19 @@ def _(node, g):
 def _product_grad(gk, other, x_shape, shape):
     """``gk * other`` (``gk``: the gradient with the reduced axes kept) as an operand of
     ``shape``'s product receives it: at the product's shape, then summed to ``x_shape``."""
-    d = np.multiply(gk, other).astype(gk.dtype, copy=False)
-    if d.shape != shape:  # the other operand and gk both broadcast along an axis of x
-        d = np.broadcast_to(d, shape).copy()
-    return d if x_shape == shape else _np_sum_to(d, x_shape)
+    kept = gk.ndim  # gk's axes up to its trailing ones of size 1
+    while kept and gk.shape[kept - 1] == 1:
+        kept -= 1
+    if (x_shape == other.shape == shape and gk.dtype == other.dtype in FLOAT_DTYPES
+            and other.flags.c_contiguous and gk.shape[:kept] == shape[:kept] and gk.size):
+        # only trailing axes were reduced: each row of ``other`` scaled by one value of gk
+        rows = other.reshape(gk.size, -1)
+        return kernels.reduce.scale_rows(gk.reshape(-1), rows).reshape(shape)  # (no warnings)
+    with np.errstate(all="ignore"):  # as broadcast_mul's vjp (nan, inf follow numpy)
+        d = np.multiply(gk, other).astype(gk.dtype, copy=False)
+        if d.shape != shape:  # the other operand and gk both broadcast along an axis of x
+            d = np.broadcast_to(d, shape).copy()
+        return d if x_shape == shape else _np_sum_to(d, x_shape)
 
 
 def fuse_sum_of_product(host, host_attrs, host_stypes, op, attrs):

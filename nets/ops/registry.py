@@ -50,7 +50,8 @@ import warnings
 
 import numpy as np
 
-from ..base import RECORDER, TRAINING, DenseResultWarning, NetsError, StorageFallbackWarning
+from ..base import (RECORDER, TRAINING, DenseResultWarning, NetsError, OperatorArgumentError,
+                    StorageFallbackWarning)
 from ..arrays.creation import array as _to_array
 from ..arrays.dense import NDArray
 
@@ -395,22 +396,24 @@ class Op:
                 elif name in self.optional:
                     inputs.append(None)
                 else:
-                    raise TypeError(f"{self.name}() missing required input {name!r}")
+                    raise OperatorArgumentError(f"{self.name}() missing required input {name!r}")
         attrs = self.attrs.copy()
         if attr_args:
             if len(attr_args) > len(attrs):
-                raise TypeError(f"{self.name}() takes {n} inputs and {len(attrs)} attributes, "
-                                f"got {len(args)} positional arguments")
+                raise OperatorArgumentError(f"{self.name}() takes {n} inputs and {len(attrs)} "
+                                            f"attributes, got {len(args)} positional "
+                                            f"arguments")
             attrs.update(zip(self.attrs, attr_args))
         if kwargs:
             for k in kwargs:
                 if k not in attrs:
-                    raise TypeError(f"{self.name}() got an unexpected argument {k!r}")
+                    raise OperatorArgumentError(f"{self.name}() got an unexpected argument {k!r}")
             attrs.update(kwargs)
         if self._required:
             missing = [k for k in self._required if attrs[k] is REQUIRED]
             if missing:
-                raise TypeError(f"{self.name}() missing required argument(s) {missing}")
+                raise OperatorArgumentError(f"{self.name}() missing required argument(s) "
+                                            f"{missing}")
         for x in inputs:
             if x is not None and not isinstance(x, NDArray):  # numpy or scipy: convert
                 names = self.inputs * len(inputs) if self.variadic else self.inputs

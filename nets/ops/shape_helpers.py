@@ -46,25 +46,26 @@ def _copy(a):
 def _vjp(op, *constant, keeps_rows=False):
     """Register ``fn(node, *out_grads) -> one gradient per input`` as ``op``'s vjp.
 
-    Inputs named in ``constant`` (indices, conditions) and CSR inputs (data, never
-    parameters) get None, and ``fn`` is not called when no other input is left; the
-    others' gradients are dense, or row_sparse where the output is and ``keeps_rows``
-    (``fn`` passes a row_sparse ``g``'s rows back): the declared ``grad_stype``, unless
-    ``op`` declares its own after this.
+    Inputs named in ``constant`` (indices, conditions) get None, and ``fn`` is not called
+    when no other input is left; the others' gradients are dense, or row_sparse where the
+    output is and ``keeps_rows`` (``fn`` passes a row_sparse ``g``'s rows back): the
+    declared ``grad_stype``, unless ``op`` declares its own after this. A CSR input's
+    gradient is dense too (``fn`` reads only its shape; a csr gradient buffer keeps it at
+    the input's stored entries, ``nets.autograd``), as MXNet's fallback computes it.
     """
     @op.grad_stype
     def _(*stypes, **attrs):
         names = op.inputs * len(stypes) if op.variadic else op.inputs
         rows = keeps_rows and op.infer_stype(*stypes, **attrs)[0] == "row_sparse"
-        return tuple(None if s in (None, "csr") or n in constant else
-                     "row_sparse" if rows else "default" for s, n in zip(stypes, names))
+        return tuple(None if s is None or n in constant else
+                     "row_sparse" if rows and s != "csr" else "default"
+                     for s, n in zip(stypes, names))
 
     def register(fn):
         @op.vjp
         def vjp(node, *out_grads):
             names = op.inputs * len(node.inputs) if op.variadic else op.inputs
-            live = [x is not None and x.stype != "csr" and n not in constant
-                    for x, n in zip(node.inputs, names)]
+            live = [x is not None and n not in constant for x, n in zip(node.inputs, names)]
             if not any(live):
                 return (None,) * len(live)
             grads = fn(node, *out_grads)

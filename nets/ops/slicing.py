@@ -11,8 +11,7 @@ anything else with a sparse input          default         dense fallback (warns
 =========================================  ==============  =================================
 
 Gradients (the vjp beside each op): slice / slice_axis scatter the gradient into zeros of
-the input's shape (dense); CSR inputs get none (a CSR array is data - a batch - never a
-parameter, as in MXNet).
+the input's shape (dense, for a CSR input too).
 """
 import builtins
 

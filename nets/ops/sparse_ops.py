@@ -101,6 +101,10 @@ def unique_rows(ids, n, op, arg):
     return kernels.embedding.unique_slots(ids, n)[0]
 
 
+# the id dtypes ``gather_rows`` takes as they are: every other converts to one of them
+_GATHER_ID_DTYPES = (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
+
+
 def take_rows(table, ids, op, arg):
     """``table[ids]`` for a 2-D numpy ``table``, the ``ids`` (numpy, any shape) checked as
     ``as_row_ids`` checks them, in the pass that gathers the rows (one kernel)."""
@@ -110,9 +114,10 @@ def take_rows(table, ids, op, arg):
     table = np.ascontiguousarray(table)
     # The gather only moves bits: viewed as unsigned ints of the item size (or a divisor of
     # it), every dtype of one size shares a kernel specialisation (and numba has no float16).
-    rows, bad = kernels.embedding.gather_rows(
-        table.view(f"u{math.gcd(table.itemsize, 8)}"),
-        flat.astype(np.float64 if flat.dtype.kind == "f" else INDEX_DTYPE, copy=False))
+    if flat.dtype not in _GATHER_ID_DTYPES:  # (float ids stay float: the kernel checks them)
+        flat = flat.astype(np.float64 if flat.dtype.kind == "f" else INDEX_DTYPE)
+    rows, bad = kernels.embedding.gather_rows(table.view(f"u{math.gcd(table.itemsize, 8)}"),
+                                              flat)
     if bad >= 0:
         as_row_ids(ids, len(table), op, arg)  # raises, naming the first bad id
         raise NetsError(f"internal: {op}: the gather refused {arg}[{bad}] but the id check "

@@ -90,7 +90,7 @@ def as_dense(x):
     return x if x.stype == "default" else cast_storage(x, stype="default")
 
 
-def declare_vjp(op, derivatives, fit=None):
+def declare_vjp(op, derivatives, fit=None, dense=False):
     """Register ``op``'s vjp from one derivative of its output per input.
 
     Each is None (no gradient: a constant or piecewise-constant result), a number, or a
@@ -99,14 +99,18 @@ def declare_vjp(op, derivatives, fit=None):
     (broadcast reduction). Inputs that are constants get none and cost nothing. Each
     input's gradient has the output's storage type (``op.infer_grad_stype``). When
     the output is dense, sparse inputs enter the formula dense: their derivative is
-    dense too, and the sparse forms could fall back. The formulas stay readable as
+    dense too, and the sparse forms could fall back. ``dense=True`` declares
+    derivatives that are not 0 where every input is 0 (``hypot``'s ``a / hypot(a, b)``
+    is nan at (0, 0)): every gradient is then dense, ``g`` and the formula's values
+    densified first, so an unstored entry of a sparse ``g`` gives ``0 * d`` there
+    (MXNet's backward of such an operator is dense). The formulas stay readable as
     ``op.derivatives`` (``Activation`` reuses those of its operators).
     """
     op.derivatives = tuple(derivatives)
 
     @op.grad_stype
     def _(*stypes, **attrs):  # g arrives in the output's stype; g * d keeps it
-        out = op.infer_stype(*stypes, **attrs)[0]
+        out = "default" if dense else op.infer_stype(*stypes, **attrs)[0]
         return tuple(None if d is None or s is None else out
                      for d, s in zip(derivatives, stypes))
 
@@ -114,6 +118,8 @@ def declare_vjp(op, derivatives, fit=None):
     def _(node, g):
         args = []
         grads = []
+        if dense:
+            g = as_dense(g)
         with np.errstate(all="ignore"):  # as in the forward: results follow numpy (nan, inf)
             for d, x, parent in zip(derivatives, node.inputs, node.parents):
                 if d is None or parent is None:
@@ -121,7 +127,7 @@ def declare_vjp(op, derivatives, fit=None):
                     continue
                 if callable(d):
                     if not args:
-                        args += _formula_args(node, g)
+                        args += _formula_args(node, g, dense)
                     d = d(*args, **node.attrs)
                     if isinstance(d, NDArray) and type(args[-1]) is np.ndarray:
                         d = d.values  # a formula calling nets operators on numpy values
@@ -131,18 +137,19 @@ def declare_vjp(op, derivatives, fit=None):
     return op
 
 
-def _formula_args(node, g):
+def _formula_args(node, g, dense=False):
     """The values a derivative formula takes: the inputs, then the output. When nothing
     records (no ``create_graph``) and every value is dense, they are the numpy arrays
     themselves: a formula such as ``y * (1 - y)`` is then plain numpy arithmetic instead
     of one operator application per ``*`` and ``-``, and its result cannot be needed as a
-    graph. Otherwise nets arrays (sparse inputs dense when the output is)."""
+    graph. Otherwise nets arrays (sparse inputs dense when the output is, or when
+    ``dense``: see ``declare_vjp``)."""
     y = node.output(0)
-    dense = y.stype == "default"
+    dense = dense or y.stype == "default"
     if dense and g.stype == "default" and RECORDER.get() is None and all(
-            v.stype == "default" for v in node.inputs):
+            v.stype == "default" for v in [*node.inputs, y]):
         return [v.values for v in node.inputs] + [y.values]
-    return [as_dense(v) if dense else v for v in node.inputs] + [y]
+    return [as_dense(v) if dense else v for v in [*node.inputs, y]]
 
 
 def map_op(name, fn, attrs=None, doc="", grad=None, zero=None, keeps_zeros=False):

@@ -114,7 +114,11 @@ class RowSelection:
 
     ``operands``: ``(weight, grad, *states)`` when every operand is dense and viewed here in
     its own storage (no copy), so that the selection serves every later update of these
-    arrays while their storages stay (``serves``); else None.
+    arrays while their storages stay (``serves``); else None. A lazy selection of a
+    row_sparse gradient's rows over a dense weight and dense states also serves later
+    updates of them by other row_sparse gradients (``serves`` selects the new gradient's
+    rows): only the rows and the gradient change, the checks of the weight and the states
+    stand while their storages do.
     """
 
     def __init__(self, weight, grad, states, lazy_update, row_states=(), names=None):
@@ -124,7 +128,7 @@ class RowSelection:
             hint = "; use multi_precision=True for float16" if dtype == np.float16 else ""
             raise DTypeError(f"weight has dtype {dtype}: optimizers update float32 and "
                              f"float64 arrays{hint}")
-        shape = weight.shape
+        self._shape = shape = weight.shape
         g = storage(grad, "grad", shape, dtype, written=False)
         lazy = lazy_update and grad.stype == "row_sparse"
         self.nrows = n = shape[0] if shape else 1
@@ -150,37 +154,62 @@ class RowSelection:
             lines.append(line)
             given.append(a is not None)
         self.states, self.given = tuple(views), tuple(given)
+        # the elements one update touches (every operand has the weight's columns)
+        self._cols = self.weight.shape[1] * (2 + sum(given))
         self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
         self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
         self._weight_line = weight_line
-        self.operands = self._storages = None
+        self.operands = self._storages = self._kept = None
         operands = (weight, grad, *states)
-        if g.flags.c_contiguous and all(a is None or a.stype == "default" for a in operands):
-            self.operands = operands
-            self._storages = tuple([None if a is None else a.values for a in operands])
-        # (with every row selected, every storage holds every row: only a row_sparse
-        # gradient, lacking some, has a line)
-        if ids is None and grad_line is None:
-            self.pos = _EVERY_ROW
-        else:
-            self.pos = np.empty((len(lines), self.count), _INDEX)
-            every = None
-            for k, line in enumerate(lines):
-                if line is None:
-                    every = np.arange(self.count) if every is None else every
-                    line = every
-                self.pos[k] = line
+        kept = (weight, *states)
+        if all(a is None or a.stype == "default" for a in kept):  # (their checks stand)
+            storages = tuple([None if a is None else a.values for a in kept])
+            if grad.stype == "default" and g.flags.c_contiguous:
+                self.operands = operands
+                self._storages = storages[:1] + (g,) + storages[1:]
+            elif lazy:
+                self._kept = (kept, storages)
+        self.pos = _positions(lines, self.count)
+
+    @property
+    def reusable(self):
+        """Whether this selection may serve later updates (``serves``)."""
+        return self.operands is not None or self._kept is not None
+
+    def _reselect(self, grad):
+        """Select the rows of the row_sparse ``grad`` (the weight's shape and dtype, its
+        storage checked here) over the dense weight and states this lazy selection holds."""
+        g = view2d(np.ascontiguousarray(storage(grad, "grad", self._shape, self.dtype,
+                                                written=False)))
+        ids = grad.index_array
+        if len(ids) == self.nrows:
+            ids = None
+        self.ids, self.count = ids, self.nrows if ids is None else len(ids)
+        self.grad = g
+        self._arrays = (self.weight, g, *self.states)
+        self._weight_line = ids
+        self.pos = _positions([ids, None, *[ids if given else None for given in self.given]],
+                              self.count)
 
     def serves(self, weight, grad, states):
         """Whether this selection is the one an update of ``weight`` by ``grad`` with
         ``states`` (padded as ``Optimizer._check_states`` pads them) would build: it was
         made from these very dense arrays, each still over the storage it validated and
-        views (a numpy array keeps its shape and dtype, and a nets array its stype)."""
-        if self.operands is None:
+        views (a numpy array keeps its shape and dtype, and a nets array its stype). A
+        lazy selection of a row_sparse gradient's rows serves ``weight`` and ``states``
+        when it was made from these very dense arrays, still over their storages, and
+        ``grad`` is row_sparse: it then selects ``grad``'s rows (checking ``grad``)."""
+        if self.operands is not None:
+            for a, kept, x in zip((weight, grad, *states), self.operands, self._storages):
+                if a is not kept or (x is not None and a.values is not x):
+                    return False
+            return True
+        if self._kept is None or grad.stype != "row_sparse":
             return False
-        for a, kept, x in zip((weight, grad, *states), self.operands, self._storages):
+        for a, kept, x in zip((weight, *states), *self._kept):
             if a is not kept or (x is not None and a.values is not x):
                 return False
+        self._reselect(grad)
         return True
 
     def run(self, kernel, floats, *flags):
@@ -191,18 +220,18 @@ class RowSelection:
         previous update's (a numpy scalar costs more to make than the kernel call).
 
         A lazy update waits on memory latency (scattered rows), so the cores share a large
-        one, each keeping its own rows in flight; a dense pass (``pos`` without columns)
+        one, each keeping its own rows in flight; a dense pass (an empty ``pos``)
         streams memory at the bandwidth one core already gets: one call."""
         pos, count = self.pos, self.count
         cast = self._cast
         if cast[0] != floats:
             cast = self._cast = (floats, tuple(np.array(floats, self.dtype)))
         args = (*self._arrays, *cast[1], *flags)
-        if not pos.shape[1]:
+        if not pos.size:
             kernel(pos, 0, count, *args)
             return
-        cols = self.weight.shape[1] * (2 + sum(self.given))  # (every operand has the weight's)
-        parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count, work=count * cols)
+        parallel.parallel_for(lambda lo, hi: kernel(pos, lo, hi, *args), count,
+                              work=count * self._cols)
 
     def _weight_positions(self):
         line = self._weight_line
@@ -222,6 +251,25 @@ class RowSelection:
 
 # ``pos`` of a selection of every row, row k of every storage (the kernels read no line)
 _EVERY_ROW = np.empty((0, 0), _INDEX)
+
+
+def _positions(lines, count):
+    """``pos`` for the kernels: ``lines`` (per operand, its rows' positions, None for row k
+    of update k) as one ``(operands, count)`` array, without the trailing None lines (the
+    kernels read row k for an operand past the last line): ``_EVERY_ROW`` when every line
+    is None, and a lazy update whose only line is the weight's passes that line itself."""
+    n = len(lines)
+    while n and lines[n - 1] is None:
+        n -= 1
+    if not n:
+        return _EVERY_ROW
+    if n == 1:
+        return np.ascontiguousarray(lines[0], _INDEX).reshape(1, count)
+    pos = np.empty((n, count), _INDEX)
+    for k in range(n):
+        line = lines[k]
+        pos[k] = np.arange(count) if line is None else line
+    return pos
 
 
 def _selected(a, x, ids, nrows, fill):

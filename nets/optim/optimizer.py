@@ -55,7 +55,8 @@ class Record:
 
     ``rows``: the ``RowSelection`` the parameter's latest update validated and built, kept
     while it can serve the next one (``RowSelection.serves``: the same dense weight,
-    gradient and states over the same storages), else None. Operands are validated once,
+    gradient and states over the same storages, or the same dense weight and states and
+    another row_sparse gradient of a lazy update), else None. Operands are validated once,
     then trusted while they stay the ones validated (scipy's "validate at construction,
     then trust"); the record holds them strongly, as ``torch.optim`` holds its parameters
     and their ``state[p]``. A record copies and pickles as its counts, its state to be made
@@ -456,7 +457,7 @@ class Optimizer:
         if rows is None or not rows.serves(weight, grad, states):
             rows = RowSelection(weight, grad, states, self.lazy_update, self._row_state_flags)
             record = self._record(index)  # (once the operands are checked)
-            record.rows = rows if rows.operands is not None else None
+            record.rows = rows if rows.reusable else None
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         if self._wd_mode == "catchup":

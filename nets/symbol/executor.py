@@ -251,7 +251,11 @@ class Executor:
     def backward(self, out_grads: NDArray | Sequence[NDArray | None] | None = None,
                  is_train: bool = True) -> None:
         """Gradients of the outputs into ``grad_dict`` (by each argument's ``grad_req``).
-        Needs a ``forward(is_train=True)`` before each call.
+        Needs a ``forward(is_train=True)`` first; as in MXNet, backward may run again on the
+        same forward (another ``out_grads``; ``'add'`` accumulates once more). The recorded
+        graph is kept until the next ``forward``; writing an array it read in between
+        (an argument, an auxiliary state) makes the next ``backward`` raise ``NetsError``
+        rather than use the old values.
 
         Parameters
         ----------
@@ -262,9 +266,7 @@ class Executor:
             Run the backward pass in train mode.
         """
         if not self._recorded:
-            raise NetsError("backward() needs a forward(is_train=True) first (once per "
-                            "backward)")
-        self._recorded = False
+            raise NetsError("backward() needs a forward(is_train=True) first")
         outs = self.outputs
         grads = [None] * len(outs) if out_grads is None else (
             [out_grads] if isinstance(out_grads, NDArray) else list(out_grads))
@@ -274,7 +276,7 @@ class Executor:
                  for o, g in zip(outs, grads) if autograd.in_graph(o)]
         if pairs:
             autograd.backward([o for o, _ in pairs], [g for _, g in pairs],
-                              train_mode=is_train)
+                              retain_graph=True, train_mode=is_train)
 
     def copy_params_from(self, arg_params: Mapping[str, NDArray],
                          aux_params: Mapping[str, NDArray] | None = None,
@@ -405,12 +407,11 @@ def simple_bind(symbol, ctx, grad_req, type_dict, stype_dict, shared_exec, shape
 
 
 def _by_name(values, names, what, kind="arguments"):
+    """``values`` by name: a dict keeps only the entries of ``names`` (MXNet's bind ignores
+    the others, so one dict of arrays may serve several graphs); a list must have one entry
+    per name, in order."""
     if isinstance(values, dict):
-        extra = set(values) - set(names)
-        if extra:
-            raise NetsError(f"bind: {what} names {sorted(extra)}, which are not {kind} "
-                            f"{names}")
-        return values
+        return {n: values[n] for n in names if n in values}
     values = list(values)
     if len(values) != len(names):
         raise NetsError(f"bind: {len(values)} {what} for {len(names)} {kind} {names}")

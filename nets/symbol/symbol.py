@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import init as init_mod
 from .. import operator, ops
-from ..base import DTypeError, NetsError, as_dtype, check_stype
+from ..base import DTypeError, NetsError, OperatorArgumentError, as_dtype, check_stype
 from ..name import current as current_name_manager
 from ..ops.methods import FLUENT_METHODS as _FLUENT_METHODS
 from ..ops import elemwise, output
@@ -696,14 +696,16 @@ def _compose(op, args, kwargs):
     try:
         given = op.__signature__.bind_partial(*args, **kwargs).arguments
     except TypeError as e:
-        raise TypeError(f"{op.name}(): {e}") from None
-    if given.get("out") is not None:
-        raise NetsError(f"{op.name}: out= has no meaning for a symbol")
+        raise OperatorArgumentError(f"{op.name}(): {e}") from None
+    if given.get("out") is not None and not isinstance(given["out"], Symbol):
+        raise NetsError(f"{op.name}: out= has no meaning for a symbol")  # (an array: refused)
+    # out= a Symbol is ignored, as by MXNet's symbol functions: a graph node has no
+    # destination buffer, its output is the new symbol
     name = _auto_name(op.name) if name is None else name
     attrs = {k: given[k] for k in op.attrs if k in given}
     missing = [k for k, d in op.attrs.items() if d is REQUIRED and k not in attrs]
     if missing:
-        raise TypeError(f"{op.name}() missing required argument(s) {missing}")
+        raise OperatorArgumentError(f"{op.name}() missing required argument(s) {missing}")
     if op.variadic:
         inputs = list(given.get(op.inputs[0], ()))
         names = [op.inputs[0]] * len(inputs)

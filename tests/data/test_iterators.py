@@ -284,14 +284,15 @@ def test_libsvmiter_fills_last_batches_from_the_part_start_parsed_once(libsvm_fi
                          chunk_bytes=64, shuffle=shuffle)
     blocks = len(it._blocks[0])
     counts = []
-    for _ in range(3):
+    for p in range(3):
         before = len(parsed)
+        if p:
+            it.reset()  # (the next pass's blocks may be parsed ahead from here on)
         last = list(it)[-1]
         assert last.pad == 7  # filled with the file's first 7 rows, whatever the order
         np.testing.assert_array_equal(rows_of(last.data[0])[3:], X[:7])
         np.testing.assert_array_equal(last.label[0].asnumpy()[3:], y[:7])
         counts.append(len(parsed) - before)
-        it.reset()
     # every pass parses each block once; the rows that fill up last batches were parsed
     # once, in the first pass, from the first blocks only
     head = counts[0] - blocks
@@ -321,6 +322,70 @@ def test_libsvmiter_shuffle(libsvm_file):
         orders.append(got)
         it.reset()
     assert orders[0] != key or orders[1] != key
+
+
+def _batches(it):
+    """Every batch of one pass as (dense rows, labels, pad)."""
+    return [(rows_of(b.data[0]), b.label[0].asnumpy(), b.pad) for b in it]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_libsvmiter_parses_ahead_in_a_thread_with_the_same_batches(libsvm_file, monkeypatch,
+                                                                   shuffle):
+    """On several threads the next block is parsed in a background thread; the batches, and
+    the shuffled orders drawn from the seed, are those of a parse on one thread."""
+    import threading
+    from nets.data import reader
+    path, X, y = libsvm_file
+    real = reader.read_blocks
+
+    def recording(read, spec, ranges, name):
+        in_caller.append(threading.current_thread() is threading.main_thread())
+        return real(read, spec, ranges, name=name)
+    monkeypatch.setattr(reader, "read_blocks", recording)
+    passes = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(nets.parallel, "_setting", (threads, "set_num_threads"))
+        nets.random.seed(7)
+        in_caller = []
+        it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=4,
+                             chunk_bytes=100, shuffle=shuffle)
+        passes[threads] = [_batches(it)]
+        it.reset()
+        passes[threads].append(_batches(it))
+        # with 2 threads every block of the two passes is parsed outside the caller's
+        # thread; the first rows that fill up the last batch are parsed in the caller's
+        blocks = len(it._blocks[0])
+        if threads == 1:
+            assert in_caller and all(in_caller)
+        else:
+            assert in_caller.count(False) == 2 * blocks and 1 <= in_caller.count(True) < blocks
+    for one, two in zip(passes[1], passes[2]):
+        assert len(one) == len(two)
+        for (x1, y1, p1), (x2, y2, p2) in zip(one, two):
+            np.testing.assert_array_equal(x1, x2)
+            np.testing.assert_array_equal(y1, y2)
+            assert p1 == p2
+
+
+def test_libsvmiter_reset_mid_pass_stops_the_parse_ahead(libsvm_file, monkeypatch):
+    import threading
+    monkeypatch.setattr(nets.parallel, "_setting", (2, "set_num_threads"))
+    path, X, y = libsvm_file
+    it = data.LibSVMIter(data_libsvm=path, data_shape=(N_FEATURES,), batch_size=2,
+                         chunk_bytes=64)
+    full = _batches(it)
+    for _ in range(3):
+        it.reset()
+        next(it)  # a pass abandoned after its first batch
+    it.reset()
+    again = _batches(it)
+    assert [p for *_, p in again] == [p for *_, p in full]
+    for (x1, y1, _), (x2, y2, _) in zip(full, again):
+        np.testing.assert_array_equal(x1, x2)
+        np.testing.assert_array_equal(y1, y2)
+    # the abandoned passes' parsers were stopped: only the finished pass's thread ran
+    assert not [t for t in threading.enumerate() if t.name == "nets-LibSVMIter" and t.is_alive()]
 
 
 def test_libsvmiter_label_file_and_multilabel(tmp_path):

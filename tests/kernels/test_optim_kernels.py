@@ -215,3 +215,25 @@ def test_sgd_split_matches_the_numpy_reference():
         K.sgd(pos, lo, hi, w, g, mom, F(0.1), F(0.01), F(0.9), F(1), NO_CLIP, True)
     np.testing.assert_allclose(w, ew, rtol=1e-5)
     np.testing.assert_allclose(mom, em, rtol=1e-5)
+
+
+
+def test_operands_past_the_last_line_read_row_k():
+    """A lazy update passes ``pos`` lines up to the last one that is not ``k`` itself: the
+    gradient and the states past it read row ``k`` for update ``k`` (numpy reference)."""
+    rows = [4, 1, 2]
+    w, g, (mom,) = _arrays(1, np.random.default_rng(8))
+    ew, _ = _expected_sgd(w, g, np.zeros_like(mom), rows, [0, 1, 2], 0.1, 0.01, 0.0)
+    K.sgd(np.array([rows], np.int64), 0, 3, w, g, mom[:0], F(0.1), F(0.01), F(0), F(1),
+          NO_CLIP, False)
+    np.testing.assert_allclose(w, ew, rtol=1e-5)
+    # weight and gradient lines given, the momentum state past them: its row k
+    w, g, (mom,) = _arrays(1, np.random.default_rng(9))
+    ew, em = w.astype(np.float64), mom.astype(np.float64)
+    for k, (r, gr) in enumerate(zip(rows, [R, 3, 0])):
+        em[k] = 0.9 * em[k] - 0.1 * (0.01 * ew[r] + g[gr])  # (g[R]: the zero row)
+        ew[r] += em[k]
+    K.sgd(np.array([rows, [R, 3, 0]], np.int64), 0, 3, w, g, mom, F(0.1), F(0.01), F(0.9),
+          F(1), NO_CLIP, True)
+    np.testing.assert_allclose(w, ew, rtol=1e-5)
+    np.testing.assert_allclose(mom, em, rtol=1e-5)

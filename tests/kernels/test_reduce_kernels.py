@@ -69,6 +69,26 @@ def test_row_sums(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (1, 1), (5, 7), (64, 32), (9, 128)])
+def test_row_dots_and_scale_rows(shape, dtype):
+    """``row_dots`` against float64 sums of the products, and bit for bit ``row_sums`` of
+    numpy's product (what the unfused sum of a product computes); ``scale_rows`` equal to
+    numpy's ``g[:, None] * x``."""
+    rng = np.random.default_rng(sum(shape))
+    a, b = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
+    out = kernels.reduce.row_dots(a, b)
+    assert out.dtype == dtype and out.shape == shape[:1]
+    np.testing.assert_array_equal(out, kernels.reduce.row_sums(a * b))
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    want = (a.astype(np.float64) * b.astype(np.float64)).sum(axis=1)
+    np.testing.assert_allclose(out, want, rtol=rtol, atol=rtol)
+    g = rng.normal(size=shape[:1]).astype(dtype)
+    scaled = kernels.reduce.scale_rows(g, a)
+    assert scaled.dtype == dtype
+    np.testing.assert_array_equal(scaled, g[:, None] * a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_sums_propagate_nan_and_inf(dtype):
     """Reordering additions must not assume finite values (no fast-math beyond reassoc)."""
     a = np.ones((4, 16), dtype)

@@ -151,7 +151,8 @@ def test_a_round_answers_every_worker_with_the_rows_it_changed():
 def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
     """The round of the test before, each worker asking for the rows it holds: a lazy
     update answers the changed rows among them (never the other worker's), a non-lazy one
-    (every row may change) those rows of the whole shard; an empty ask gets no row."""
+    (every row may change) those rows of the whole shard; an empty ask is answered None
+    (a worker whose row pull replaces the rows asks for none)."""
     server = Server(0, num_workers=3, timeout=5)
     start = np.arange(12, dtype=np.float32).reshape(6, 2)
     server.init([(0, pack(nets.nd.array(start)))])
@@ -164,13 +165,43 @@ def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
     answers = _run(*[_push(server, 0, r, 0, pack(_rsp(g)), (1.0, 0.5), True, asks[r])
                      for r, g in enumerate([g0, g1, np.zeros((6, 2), np.float32)])])
     expected = start - 0.5 * (g0 + g1)
-    want = [[1, 4], [4, 5], []] if lazy else [[0, 1, 4], [4, 5], []]
+    want = [[1, 4], [4, 5]] if lazy else [[0, 1, 4], [4, 5]]
+    assert answers[2] is None
     for (rows, packed), w in zip(answers, want):
         assert (rows is None) == (not lazy)
         got = unpack(packed)
         np.testing.assert_array_equal(got.indices.asnumpy(), w)
         np.testing.assert_array_equal(got.data.asnumpy(), expected[w].reshape(-1, 2))
     np.testing.assert_array_equal(_pull(server, 0), expected)
+
+
+def test_a_step_call_pushes_then_answers_the_rows_after_the_round():
+    """``Server.step``: each worker's push and its row pull of the next batch in one call.
+    The pulled rows are those after the round (both workers' gradients summed, SGD), a
+    worker asking for no rows with its push gets None for it, and one asking gets the
+    changed rows among its ask (computed here with numpy)."""
+    server = Server(0, num_workers=2, timeout=5)
+    start = np.arange(12, dtype=np.float32).reshape(6, 2)
+    server.init([(0, pack(nets.nd.array(start)))])
+    server.set_optimizer(nets.optim.SGD(learning_rate=0.5, lazy_update=True))
+    g0 = np.zeros((6, 2), np.float32)
+    g0[[1, 4]] = [[1, 2], [3, 4]]
+    g1 = np.zeros((6, 2), np.float32)
+    g1[[4, 5]] = [[5, 6], [7, 8]]
+    after = start - 0.5 * (g0 + g1)
+    answers = _run(server.step(0, [(0, 0, pack(_rsp(g0)))], (1.0, 0.5),
+                               [np.zeros(0, np.int64)], [(0, np.array([0, 5]), 1)]),
+                   server.step(1, [(0, 0, pack(_rsp(g1)))], (1.0, 0.5),
+                               [np.array([2, 4])], [(0, np.array([1, 3]), 1)]))
+    (pushed0, rows0), (pushed1, rows1) = answers
+    assert pushed0 == [None]
+    changed, packed = pushed1[0]
+    np.testing.assert_array_equal(changed, [4])
+    np.testing.assert_array_equal(unpack(packed).data.asnumpy(), after[[4]])
+    for rows, ids in ((rows0, [0, 5]), (rows1, [1, 3])):
+        got = unpack(rows[0])
+        np.testing.assert_array_equal(got.indices.asnumpy(), ids)
+        np.testing.assert_array_equal(got.data.asnumpy(), after[ids])
 
 
 def test_one_call_serves_keys_in_any_order():

@@ -371,9 +371,10 @@ def test_init_from_an_initializer_refuses_bad_arguments():
 
 def test_factorization_machine_program_pulls_only_each_batchs_rows(compat_programs):
     """tests/compat's factorization-machine program (MXNet's example, renamed to nets) with
-    its default ``local`` store: each ``Module.prepare(batch, sparse_row_id_fn)`` pulls
-    exactly the batch's rows of ``w`` and ``v``, each update answers only rows of the
-    batch (lazy Adam) besides the dense bias, and the program reaches the compat band
+    the ``local`` store (MXNet's default; the program's own is none): each
+    ``Module.prepare(batch, sparse_row_id_fn)`` pulls exactly the batch's rows of ``w`` and
+    ``v``, each update answers only rows of the batch (lazy Adam) besides the dense bias,
+    and the program reaches the compat band
     around MXNet 1.9.1's metric (the single-process number)."""
     import json
     import os
@@ -381,18 +382,20 @@ def test_factorization_machine_program_pulls_only_each_batchs_rows(compat_progra
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
     name, REFERENCE = "factorization_machine", compat_programs.reference
+    BATCH = 1000  # the program's default
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [compat_programs.nets_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     result = subprocess.run(
         [sys.executable, os.path.join(here, "fm_rows_driver.py"), compat_programs.path(name),
-         *compat_programs.argv(name), "--seed", str(REFERENCE["init_seeds"][0])],
+         *compat_programs.argv(name), "--seed", str(REFERENCE["init_seeds"][0]),
+         "--kvstore", "local", "--batch-size", str(BATCH)],
         capture_output=True, text=True, timeout=600, cwd=compat_programs.folder, env=env)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     lines = {x.split(" ", 1)[0]: json.loads(x.split(" ", 1)[1]) for x in out.splitlines()
              if x.startswith(("RESULT ", "ROWS "))}
     rows = lines["ROWS"]
-    batches = -(-REFERENCE["sizes"]["fm"]["train"] // 256) * 3  # 3 epochs of batch 256
+    batches = -(-REFERENCE["sizes"]["fm"]["train"] // BATCH) * 3  # 3 epochs
     assert len(rows["prepare"]) == batches and len(rows["changed"]) == batches
     assert all(exact for exact, _ in rows["prepare"])
     features = REFERENCE["sizes"]["fm"]["num_features"]

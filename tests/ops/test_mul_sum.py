@@ -13,6 +13,7 @@ from tests.ops.test_nn_grad import check_second_order
 # lhs shape, rhs shape, axis, keepdims, exclude (broadcasting either way included)
 CASES = [
     ((6, 4), (6, 4), 1, False, False),   # a batch of dot products (matrix factorization)
+    ((300, 37), (300, 37), 1, False, False),  # rows spanning several SIMD vectors and a tail
     ((6, 4), (6, 4), -1, True, False),
     ((6, 4), (6, 4), None, False, False),
     ((6, 4), (6, 4), 0, False, False),

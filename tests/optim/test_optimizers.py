@@ -314,3 +314,26 @@ def test_rowwise_adagrad_keeps_one_value_per_row_and_trains_an_embedding():
                         rtol=1e-5, atol=1e-6)
     assert_almost_equal(state.asnumpy()[[1, 7]], h[:, 0], rtol=1e-5)
     assert not state.asnumpy()[[0, 2, 3, 4, 5, 6, 8, 9]].any()
+
+
+def test_a_lazy_selection_serves_later_row_sparse_gradients():
+    """The selection a lazy update of a dense weight and state made serves the next updates
+    by other row_sparse gradients (their rows, every row, none, a subset again), and a new
+    one is made for another weight array: each update as the numpy rule gives."""
+    rng = np.random.default_rng(3)
+    w0 = rng.uniform(-1, 1, (N, COLS)).astype(np.float32)
+    opt = create("sgd", learning_rate=0.5, momentum=0.5)
+    weight = nd.array(w0)
+    state = opt.create_state(0, weight)
+    w, mom = w0.astype(np.float64), np.zeros((N, COLS))
+    for step, rows in enumerate(([1, 3], [0, 4], list(range(N)), [], [2, 5], [5])):
+        if step == 4:  # another weight array: its selection is made anew
+            weight = nd.array(weight.asnumpy())
+        g = rng.uniform(-1, 1, (len(rows), COLS)).astype(np.float32)
+        opt.update(0, weight, nd.sparse.row_sparse_array((g, rows), shape=(N, COLS)), state)
+        mom[rows] = 0.5 * mom[rows] - 0.5 * g
+        w[rows] += mom[rows]
+        kept = opt.state[0].rows
+        assert kept is not None and kept.count == len(rows) and kept.weight is weight.values
+        assert_almost_equal(weight.asnumpy(), w, rtol=1e-5, atol=1e-6)
+        assert_almost_equal(state.asnumpy(), mom, rtol=1e-5, atol=1e-6)
