@@ -471,11 +471,11 @@ class HybridBlock(Block):
             raise NetsError(f"{type(self).__name__}.hybridize: the graph uses variables "
                             f"{unknown} that are neither inputs nor parameters of the block")
         params = [by_name[n] for n in arguments if n in by_name]
-        if any(p._data is None for p in params):
+        if any(p._array is None for p in params):
             shapes = dict(zip(arguments, graph.infer_shape_partial(
                 **{n: a.shape for n, a in zip(names, args)})[0]))
             for p in params:
-                if p._data is None and p._deferred is not None and shapes[p.name]:
+                if p._array is None and p._deferred is not None and shapes[p.name]:
                     p.shape = shapes[p.name]
                     p._finish_deferred_init()
         self._graph = graph
@@ -510,7 +510,7 @@ class HybridBlock(Block):
                 break
         else:
             return arrays
-        pending = [p for p in self._reg_params.values() if p._data is None]
+        pending = [p for p in self._reg_params.values() if p._array is None]
         if any(p._deferred is not None for p in pending):
             self.infer_shape(*inputs)
         for p in pending:

@@ -92,13 +92,13 @@ class SymbolBlock(HybridBlock):
         from ..symbol.executor import Program
         inputs = [a if isinstance(a, NDArray) else array(a) for a in inputs]
         params = [self._reg_params[n] for n in self._param_names]
-        if any(p._data is None for p in params):
+        if any(p._array is None for p in params):
             shapes = self._graph_out.infer_shape_partial(
                 **{n: a.shape for n, a in zip(self._input_names, inputs)})
             by_name = dict(zip(self._graph_out.list_arguments() +
                                self._graph_out.list_auxiliary_states(), shapes[0] + shapes[2]))
             for p in params:
-                if p._data is None and p._deferred is not None and by_name.get(p.name):
+                if p._array is None and p._deferred is not None and by_name.get(p.name):
                     p.shape = by_name[p.name]
                     p._finish_deferred_init()
                 p._check_initialized()
@@ -162,7 +162,7 @@ class SymbolBlock(HybridBlock):
             raise NetsError(f"{param_file}: no values for the parameters {missing}")
         for name in self._param_names:
             p, v = self._reg_params[name], values[name]
-            if p._data is None:
+            if p._array is None:
                 p.shape = v.shape
                 p.initialize()
             p.set_data(v)
