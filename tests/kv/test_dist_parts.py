@@ -147,13 +147,11 @@ def test_a_round_answers_every_worker_with_the_rows_it_changed():
     assert server.rounds[0].results == {} and server.rounds[1].results == {}  # all taken
 
 
-@pytest.mark.parametrize("lazy", [True, False])
-def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
-    """The round of the test before, each worker asking for the rows it holds: a lazy
-    update answers the changed rows among them (never the other worker's), a non-lazy one
-    (every row may change) those rows of the whole shard; an empty ask is answered None
-    (a worker whose row pull replaces the rows asks for none)."""
-    server = Server(0, num_workers=3, timeout=5)
+def _sgd_server(workers, lazy):
+    """A server of one 6 x 2 key (0..11) with SGD (lr 0.5) for ``workers`` workers, and two
+    workers' row_sparse-shaped gradients (rows 1, 4 and rows 4, 5): ``(server, start, g0,
+    g1)``."""
+    server = Server(0, num_workers=workers, timeout=5)
     start = np.arange(12, dtype=np.float32).reshape(6, 2)
     server.init([(0, pack(nets.nd.array(start)))])
     server.set_optimizer(nets.optim.SGD(learning_rate=0.5, lazy_update=lazy))
@@ -161,6 +159,16 @@ def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
     g0[[1, 4]] = [[1, 2], [3, 4]]
     g1 = np.zeros((6, 2), np.float32)
     g1[[4, 5]] = [[5, 6], [7, 8]]
+    return server, start, g0, g1
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_a_round_answers_each_worker_only_the_rows_it_asks_for(lazy):
+    """The round of the test before, each worker asking for the rows it holds: a lazy
+    update answers the changed rows among them (never the other worker's), a non-lazy one
+    (every row may change) those rows of the whole shard; an empty ask is answered None
+    (a worker whose row pull replaces the rows asks for none)."""
+    server, start, g0, g1 = _sgd_server(3, lazy)
     asks = [np.array([0, 1, 4]), np.array([4, 5]), np.array([], np.int64)]
     answers = _run(*[_push(server, 0, r, 0, pack(_rsp(g)), (1.0, 0.5), True, asks[r])
                      for r, g in enumerate([g0, g1, np.zeros((6, 2), np.float32)])])
@@ -180,14 +188,7 @@ def test_a_step_call_pushes_then_answers_the_rows_after_the_round():
     The pulled rows are those after the round (both workers' gradients summed, SGD), a
     worker asking for no rows with its push gets None for it, and one asking gets the
     changed rows among its ask (computed here with numpy)."""
-    server = Server(0, num_workers=2, timeout=5)
-    start = np.arange(12, dtype=np.float32).reshape(6, 2)
-    server.init([(0, pack(nets.nd.array(start)))])
-    server.set_optimizer(nets.optim.SGD(learning_rate=0.5, lazy_update=True))
-    g0 = np.zeros((6, 2), np.float32)
-    g0[[1, 4]] = [[1, 2], [3, 4]]
-    g1 = np.zeros((6, 2), np.float32)
-    g1[[4, 5]] = [[5, 6], [7, 8]]
+    server, start, g0, g1 = _sgd_server(2, True)
     after = start - 0.5 * (g0 + g1)
     answers = _run(server.step(0, [(0, 0, pack(_rsp(g0)))], (1.0, 0.5),
                                [np.zeros(0, np.int64)], [(0, np.array([0, 5]), 1)]),

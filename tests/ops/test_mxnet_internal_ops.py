@@ -165,3 +165,69 @@ def test_embedding_gradient_stype_follows_sparse_grad_alone(sparse_grad):
     g = autograd.grad(y, w, nd.array(head))
     assert g.stype == ("row_sparse" if sparse_grad else "default")
     np.testing.assert_allclose(g.asnumpy(), want)
+
+
+# -- random inputs against numpy, and numeric gradients ---------------------------------------
+
+def _random(shape, stype, density, dtype, seed):
+    """A random array of ``stype`` whose unstored entries are 0, and its dense values."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2, 2, shape) * (rng.random(shape) < density)
+    if stype == "row_sparse" and a.size:  # (whole rows stored or not)
+        a[rng.random(shape[0]) >= density] = 0
+    a = a.astype(dtype)
+    return _as(stype, a), a
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("density", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("shape", [(5, 4), (1, 7), (0, 3)])
+@pytest.mark.parametrize("stype", ["default", "row_sparse", "csr"])
+def test_random_inputs_against_numpy(stype, shape, density, dtype):
+    x, a = _random(shape, stype, density, dtype, seed=1)
+    y, b = _random(shape, stype, density, dtype, seed=2)
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    got = nd._internal._hypot(x, y)
+    assert got.stype == stype and got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.asnumpy(), np.hypot(a, b), rtol=rtol)
+    stored = np.zeros(shape, bool)  # the entries a sparse x stores
+    if stype == "csr":
+        stored.flat[[i * shape[1] + j for i in range(shape[0])
+                     for j in x.indices.asnumpy()[x.indptr.asnumpy()[i]:
+                                                  x.indptr.asnumpy()[i + 1]]]] = True
+    elif stype == "row_sparse":
+        stored[x.indices.asnumpy()] = True
+    else:
+        stored[:] = True
+    for name, f in (("_scatter_plus_scalar", np.add), ("_scatter_minus_scalar", np.subtract)):
+        got = getattr(nd._internal, name)(x, 1.5)
+        assert got.stype == stype
+        np.testing.assert_allclose(got.asnumpy(), np.where(stored, f(a, a.dtype.type(1.5)), 0),
+                                   rtol=rtol)
+
+
+@pytest.mark.parametrize("stype", ["default", "row_sparse", "csr"])
+def test_hypot_numeric_gradient(stype):
+    # a sparse lhs (unstored entries 0) against a dense rhs without zeros: hypot is smooth
+    # there, with derivative 0 in a where a = 0
+    x, _ = _random((4, 5), stype, 0.5, "float64", seed=3)
+    rng = np.random.default_rng(4)
+    b = rng.uniform(0.5, 2, (4, 5)) * rng.choice([-1, 1], (4, 5))
+    nets.test_utils.check_numeric_gradient(
+        lambda u, v: nd._internal._hypot(u, v), [x, nd.array(b, dtype=b.dtype)],
+        grad_stypes=["default", "default"])
+
+
+@pytest.mark.parametrize("name", ["_scatter_plus_scalar", "_scatter_minus_scalar"])
+def test_scatter_scalar_numeric_gradient(name):
+    x, _ = _random((4, 5), "default", 1.0, "float64", seed=5)
+    nets.test_utils.check_numeric_gradient(lambda u: getattr(nd._internal, name)(u, 0.5), [x])
+
+
+def test_scatter_div_numeric_gradient():
+    rng = np.random.default_rng(6)
+    a = rng.uniform(-2, 2, (4, 5))
+    b = rng.uniform(0.5, 2, (4, 5)) * rng.choice([-1, 1], (4, 5))
+    nets.test_utils.check_numeric_gradient(
+        lambda u, v: nd._internal._scatter_elemwise_div(u, v),
+        [nd.array(a, dtype=a.dtype), nd.array(b, dtype=b.dtype)])
