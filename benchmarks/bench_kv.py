@@ -12,10 +12,12 @@ per-step breakdown (ms per step: wall, rank 0's process CPU, and medians of ``fo
 - which takes the rows the last ``prepare`` pulled, so it holds the wait for the step's
 exchange -, ``backward``, ``update``, ``prepare``); the bytes one worker's step moves
 (the store's counters); the seconds from the launcher's start to the last worker's first
-step; ``init_params``' seconds.
+step; ``init_params``' and ``init_optimizer``'s seconds (the latter initializes the
+store: the servers make the drawn table from its spec).
 
 Then, in a cluster started here (``nets.kv.cluster.start_local``) with one server,
-joined as the store's only worker, after a warm-up:
+joined as the store's only worker, after a warm-up (the store's data calls go through its
+channel, ``nets.kv.channel``; barriers through Ray):
 
 - Ray's own cost of a call: a no-op method of a bare actor, sync and asyncio (the
   store's actors are asyncio actors);
@@ -191,7 +193,7 @@ def main():
               f"worker, {args.steps} timed steps each; ms per step: medians of its phases")
         print(f"{'run':<18}{'samples/s':>11}{'/single':>9}{'step':>7}{'cpu':>6}"
               + "".join(f"{p:>10}" for p in PHASES)
-              + f"{'MB/step':>9}{'launch s':>10}{'init_params s':>15}")
+              + f"{'MB/step':>9}{'launch s':>10}{'init_params s':>15}{'init_opt s':>12}")
         for name, r in ctr.items():
             r["over_single"] = r["samples_per_s"] / single
             launch = r.get("launch_to_first_step_s")
@@ -200,7 +202,7 @@ def main():
                   + "".join(f"{r[p + '_ms']:>10.2f}" for p in PHASES)
                   + f"{r['bytes_per_step'] / 1e6:>9.2f}"
                   + (f"{launch:>10.2f}" if launch is not None else f"{'-':>10}")
-                  + f"{r['init_params_s']:>15.2f}")
+                  + f"{r['init_params_s']:>15.2f}{r['init_optimizer_s']:>12.2f}")
     print(json.dumps({"bench": "kv", "rows": ROWS, "cols": COLS, "table_rows": TABLE,
                       "reps": args.reps, "steps": args.steps, "quick": args.quick,
                       **results, "ctr": ctr}))

@@ -124,6 +124,9 @@ def _warm_ops(dtype):
     rsp = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(6, 3))
     nd.add_n(rsp, rsp * 2).asnumpy()
     nd.square_sum(rsp, axis=1, keepdims=True).asnumpy()  # (factorization machines)
+    # a csr batch times the rows a row_sparse weight stores (a distributed store's pull)
+    pulled = nd.sparse.row_sparse_array((np.ones((2, 3), dtype), [1, 4]), shape=(X.shape[1], 3))
+    nd.dot(X, pulled).asnumpy()
     # gradient rows numbered in a bitmap (a small table) and by a radix sort (a table far
     # larger than its ids)
     for ids, rows in ((nd.array([[1, 3], [3, 0]], dtype=dtype), 10),
@@ -724,13 +727,12 @@ def _predict(args):
     model: class ids for softmax): on stdout with ``--output``, else on stderr, after the
     predictions."""
     from . import NetsError
-    from .layers import Block
     _check_numbers(args, positive=("batch_size",))
     _check_file(args.model, "MODEL")
     _check_file(args.data, "DATA")
     if args.output:
         _check_writable(args.output, "--output")
-    extra = Block.read_extra(args.model)
+    extra = _read_extra(args.model)
     cfg = extra.get("nets_cli_model") if isinstance(extra, dict) else None
     if cfg is None:
         raise NetsError(f"{args.model}: not a model saved by `nets train --save`")
@@ -747,6 +749,27 @@ def _predict(args):
     parts += [f"{k} {v:.4f}" for k, v in _predict_metrics(cfg, seen).items()]
     print("  ".join(parts), file=sys.stdout if args.output else sys.stderr)
     return 0
+
+
+class _ConfigRead(Exception):
+    """``_read_extra``'s way out of ``load_arrays`` once a file's config is read."""
+
+
+def _read_extra(path):
+    """``Block.read_extra(path)`` (the ``extra`` value a ``save_parameters`` file holds),
+    read without the arrays: ``load_arrays`` calls its ``check`` with the config once that
+    is read and checked, before any array, and the check ends the read there. (The arrays
+    are read, and checked, once: by ``load_parameters``.)"""
+    from .serialization import load_arrays
+    found = {}
+
+    def stop(config, declared):
+        found["config"] = config
+        raise _ConfigRead
+
+    with contextlib.suppress(_ConfigRead):
+        load_arrays(path, check=stop)
+    return found["config"].get("extra")
 
 
 def _model_config(cfg, path):
@@ -846,7 +869,7 @@ def _check_file(path, what):
 def _check_numbers(args, positive=(), non_negative=()):
     """Each option named (when given) a finite number, ``> 0`` or ``>= 0``: ``--lr nan`` or
     ``--lr 1e400`` (infinite) would train a NaN model, ``--wd -1`` ascend the gradient."""
-    from .optim.hyper import check_number
+    from .base import check_number
     for names, rule in ((positive, {"low": 0, "low_open": True}), (non_negative, {"low": 0})):
         for name in names:
             value = getattr(args, name)

@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # (the store is imported where a Trainer uses one)
 __all__ = ["Trainer", "StaleGradientError"]
 
 
+_UNCHECKED = object()  # (no batch_size is this object)
+
+
 class StaleGradientError(NetsError, UserWarning):
     """A parameter's gradient was not updated by ``backward`` since the last step.
 
@@ -119,6 +122,7 @@ class Trainer:
             self._optimizer = optim.create(optimizer, param_dict=param_dict,
                                            **(optimizer_params or {}))
         self._scale = self._optimizer.rescale_grad
+        self._batch_size = _UNCHECKED  # the latest batch_size checked (``_rescale``)
         self._kvstore, self._update_on_kvstore = self._resolve_store(
             kvstore, compression_params, update_on_kvstore)
         self._kv_pending = set(range(len(self._params)))  # parameters the store lacks
@@ -239,7 +243,10 @@ class Trainer:
         """Let the optimizer scale gradients by ``1/batch_size`` (times the optimizer's own
         ``rescale_grad``). ``batch_size`` must be a finite number > 0: MXNet took any, so 0
         raised a bare ZeroDivisionError and a negative size ascended the gradient."""
-        check_number("batch_size", batch_size, low=0, low_open=True)
+        if batch_size is not self._batch_size:  # (an int or float object: checked once)
+            check_number("batch_size", batch_size, low=0, low_open=True)
+            if type(batch_size) is int or type(batch_size) is float:
+                self._batch_size = batch_size
         scale = self._scale / batch_size
         if self._optimizer.rescale_grad != scale:  # (set, and checked again, on a change)
             self._optimizer.rescale_grad = scale

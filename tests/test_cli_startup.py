@@ -102,6 +102,40 @@ print(json.dumps([code, _jit.COMPILED["any"], entrypoints._already_initialized,
     assert modules == []
 
 
+# what numba, numpy or nets would import for a warm command that it does not use: numba's
+# array functions (a kernel's environment), numpy.ma (numba's typing of an array),
+# PyYAML, importlib.metadata and scipy (numba's import), subprocess (the compile-ahead
+# child, started on a compile only), the optimizers (in `nets predict`)
+UNUSED = ("numba.np.arrayobj", "numpy.ma", "yaml", "importlib.metadata", "scipy",
+          "subprocess")
+
+
+def test_a_warm_train_and_predict_leave_unused_modules_unimported(tmp_path):
+    """With its kernels cached, ``nets train`` imports none of ``UNUSED``, and ``nets
+    predict`` none of them and no optimizer."""
+    path = _svm(tmp_path)
+    model = str(tmp_path / "m.npz")
+    code = """
+import json, sys
+from nets import cli
+sys.argv = ["nets"] + {argv!r}
+code = cli.main()
+print(json.dumps([code, sorted(m for m in sys.modules
+                               if m == "nets.optim" or m.startswith("nets.optim.")
+                               or any(m == u or m.startswith(u + ".") for u in {unused!r}))]))
+"""
+    train = code.format(argv=["train", path, "--epochs", "1", "--save", model], unused=UNUSED)
+    predict = code.format(argv=["predict", model, path, "--output", str(tmp_path / "p.txt")],
+                          unused=UNUSED)
+    _python(train)  # (fills the cache, if the suite's is cold)
+    code, modules = json.loads(_python(train).splitlines()[-1])
+    assert code == 0
+    assert [m for m in modules if not m.startswith("nets.")] == []
+    code, modules = json.loads(_python(predict).splitlines()[-1])
+    assert code == 0
+    assert modules == []
+
+
 def test_a_kernel_compiles_with_the_entry_points_and_loads_without(tmp_path):
     """A kernel missing from the cache compiles after numba has run the installed
     ``numba_extensions`` entry points (the CPU context's refresh, before typing); the same

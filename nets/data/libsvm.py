@@ -518,9 +518,10 @@ class TextReader:
                 n += k
         return n
 
-    def blocks(self, block, max_line=None):
+    def blocks(self, block, max_line=None, first=None):
         """Yield the text as uint8 arrays of whole lines, each of about ``block`` bytes (one
-        line longer than that makes its array longer). The arrays are views of one buffer
+        line longer than that makes its array longer), the first of about ``first`` bytes
+        (default ``block``; at most ``block``). The arrays are views of one buffer
         that each block is read into: an array is valid until the next one is asked for (the
         parser copies what it keeps), and a long file touches the buffer's pages once
         instead of fresh memory for every block. A line longer than ``max_line`` bytes
@@ -528,16 +529,17 @@ class TextReader:
         the text not yet yielded): the buffer stays within ``block + max_line`` bytes."""
         limit = max_line_bytes() if max_line is None else max_line
         buf, kept = np.empty(block, np.uint8), 0  # kept: a partial line's bytes, at the start
+        size = block if first is None else min(first, block)
         while True:
-            if len(buf) < kept + block:  # (a line longer than a block)
-                grown = np.empty(kept + block, np.uint8)
+            if len(buf) < kept + size:  # (a line longer than a block)
+                grown = np.empty(kept + size, np.uint8)
                 grown[:kept] = buf[:kept]
                 buf = grown
-            end = kept + self.readinto(buf[kept:kept + block])
+            end = kept + self.readinto(buf[kept:kept + size])
             long = _long_line(buf[:end], limit)
             if long is not None:
                 raise _LongLine(long)
-            if end < kept + block:  # the end of the text: its last line may lack a '\n'
+            if end < kept + size:  # the end of the text: its last line may lack a '\n'
                 if end:
                     yield buf[:end]
                 return
@@ -546,6 +548,7 @@ class TextReader:
                 yield buf[:cut]
             kept = end - cut
             buf[:kept] = buf[cut:end]
+            size = block
 
     def close(self):
         self._file.close()  # a decompressing reader leaves the file it reads open
@@ -696,15 +699,16 @@ def load_libsvm(path: Union[str, os.PathLike], n_features: Optional[int] = None,
     return (X, y, qid) if query_id else (X, y)
 
 
-def _parsed_blocks(text, spec, path, block, progress=False, threads=None):
+def _parsed_blocks(text, spec, path, block, progress=False, threads=None, first=None):
     """The ``_Block``s of the open ``TextReader`` ``text`` (of the file ``path``), parsed
-    ``block`` bytes at a time, front to back, each on up to ``threads`` threads (None:
-    ``get_num_threads()``); a tqdm bar of bytes with ``progress``."""
+    ``block`` bytes at a time (the first ``first``: ``TextReader.blocks``), front to back,
+    each on up to ``threads`` threads (None: ``get_num_threads()``); a tqdm bar of bytes
+    with ``progress``."""
     plain = text.regular and text.compression is None
     lines, read = 0, 0
     with _Progress(progress, text.st.st_size if plain else None,
                    os.path.basename(path)) as bar:
-        texts = text.blocks(block, spec.max_line)
+        texts = text.blocks(block, spec.max_line, first)
         while True:
             try:
                 buf = next(texts, None)
@@ -722,6 +726,9 @@ def _parsed_blocks(text, spec, path, block, progress=False, threads=None):
 
 
 READ_BLOCK = 8 << 20  # libsvm_blocks' default block: a few training batches of rows
+# libsvm_blocks' first block: a batch of rows or two, ready for a consumer that waits for
+# them (a background parse's) sooner than a whole block
+FIRST_BLOCK = 1 << 20
 
 
 def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bool = True,
@@ -744,7 +751,8 @@ def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bo
     dtype : str or numpy dtype
         The values' and labels' float dtype.
     block : int
-        Bytes of text per block (whole lines: a longer line makes its block longer).
+        Bytes of text per block (whole lines: a longer line makes its block longer); the
+        first block is of at most ``FIRST_BLOCK`` bytes, so that its rows are ready sooner.
     threads : int, optional
         At most this many threads parse a block (None: ``nets.get_num_threads()``), e.g.
         fewer while other threads train on the blocks.
@@ -767,7 +775,8 @@ def libsvm_blocks(path: Union[str, os.PathLike], n_features: int, zero_based: bo
     threads = None if threads is None else _positive(threads, "threads")
     spec = _Spec(n_features, zero_based, dtype, max_line=max_line_bytes)
     with TextReader(path) as text:
-        for parsed in _parsed_blocks(text, spec, path, block, threads=threads):
+        for parsed in _parsed_blocks(text, spec, path, block, threads=threads,
+                                     first=FIRST_BLOCK):
             yield block_arrays(parsed, spec, int(n_features))
 
 

@@ -28,13 +28,13 @@ starts a second process there). The plain path has no compile hook: neither runs
 import os
 import sys
 
+from ..base import NetsError
+from . import _numba_internals as internals  # (first: it imports numba, see there)
+
 import numba
 import numpy as np
 from numba import types
 from numba.extending import overload
-
-from ..base import NetsError
-from . import _numba_internals as internals
 
 PLAIN_ENV = "NETS_PLAIN_NUMBA"
 PLAIN_NOTICE = ("nets: fast kernel start-up is off ({reason}); kernels compile through "

@@ -17,8 +17,11 @@ What the fast path adds to plain ``numba.njit(cache=True, nogil=True)``:
 
 - ``Kernel``, a dispatcher that compiles a callee once for a constant argument's type, not
   once per constant; that loads from the disk cache without numba's typing and lowering
-  registries (``_KernelCache``); that skips the entry-point scan of the installed packages
-  when it only loads; and that compiles under a lock file in the cache folder, so
+  registries (``_KernelCache``), without compiling numba's runtime functions
+  (``_load_runtime``) and without importing the modules of numba's own functions a kernel
+  calls (``_rebuild_env``); that skips the entry-point scan of the installed packages
+  when it only loads; that types array arguments without importing ``numpy.ma``
+  (``Kernel.typeof_pyval``); and that compiles under a lock file in the cache folder, so
   processes sharing a cache compile each kernel once;
 - helpers compiled without the wrappers that let Python call them, inlined into their
   callers by LLVM, and without numba's reference counting (``kernel``'s options);
@@ -26,16 +29,68 @@ What the fast path adds to plain ``numba.njit(cache=True, nogil=True)``:
   ``cache.compile_ahead``;
 - LLVM intrinsics (``intrinsics``): prefetch, popcount, count-trailing-zeros and an
   unaligned 8-byte load.
+
+On either path numba itself is imported here (``_import_numba``), without the modules it
+imports as it loads but uses only to compile or to read a config file (``_DEFERRED``).
 """
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import os
+import pickle
 import sys
 import threading
 import types as pytypes
 
-import numba
+
+class _Deferred(pytypes.ModuleType):
+    """A stand-in for the module of its name: the first use of one of its attributes
+    imports that module (replacing the stand-in in ``sys.modules``), and every use reads
+    the attribute there."""
+
+    def __getattr__(self, attr):
+        if sys.modules.get(self.__name__) is self:
+            sys.modules.pop(self.__name__, None)
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+# What numba imports as it loads but uses only to compile or to read a config file, with
+# what ``_import_numba`` puts in its place for numba's import: PyYAML (read where a
+# ``.numba_config.yaml`` is) and importlib.metadata (the installed packages' entry points,
+# read before a compile) as ``_Deferred`` stand-ins; scipy, whose version numba checks as
+# it loads (nets requires a newer one than numba's minimum) and which it imports again
+# where a compile uses it, as None (numba's import of it fails, and numba skips the check).
+_DEFERRED = {"yaml": _Deferred, "importlib.metadata": _Deferred, "scipy": None}
+
+
+def _import_numba():
+    """Import numba without executing the modules of ``_DEFERRED`` (those not imported
+    already): for numba's import alone, ``sys.modules`` holds their stand-ins; after it,
+    a module is imported as usual by whatever imports it, and numba's stand-ins import it
+    on first use. A numba release that needs scipy as it loads is imported again with it."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"]
+    standing = {}
+    for name, stand_in in _DEFERRED.items():  # (a stand-in only for an installed module)
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
+            standing[name] = sys.modules[name] = stand_in and stand_in(name)
+    try:
+        import numba
+    except ImportError as e:
+        if e.name not in standing:
+            raise
+        numba = None
+    finally:
+        for name, stand_in in standing.items():
+            if name in sys.modules and sys.modules[name] is stand_in:
+                del sys.modules[name]
+    if numba is None:
+        import numba
+    return numba
+
+
+numba = _import_numba()
 
 # The numba releases (major, minor), first and last, whose internals this module is tested
 # with: every release between them has the names and parameters of EXPECTED.
@@ -49,6 +104,7 @@ EXPECTED = (
     ("core.registry.CPUDispatcher.compile", ("self", "sig")),
     ("core.registry.CPUDispatcher._compilation_chain_init_hook", ("self",)),
     ("core.registry.CPUDispatcher.enable_caching", ("self",)),
+    ("core.registry.CPUDispatcher.typeof_pyval", ("self", "val")),
     ("core.caching.FunctionCache.__init__", ("self", "py_func")),
     ("core.caching.FunctionCache.load_overload", ("self", "sig", "target_context")),
     ("core.caching.FunctionCache._load_overload", ("self", "sig", "target_context")),
@@ -57,8 +113,17 @@ EXPECTED = (
     ("core.caching.IndexDataCacheFile.__init__",
      ("self", "cache_path", "filename_base", "source_stamp")),
     ("core.caching.IndexDataCacheFile._load_index", ("self",)),
+    ("core.caching.IndexDataCacheFile._load_data", ("self", "name")),
+    ("core.caching.IndexDataCacheFile._data_path", ("self", "name")),
+    ("core.environment._rebuild_env", ("modname", "consts", "env_name")),
+    ("core.environment.lookup_environment", ("env_name",)),
+    ("core.environment.Environment._memo", None),
     ("core.caching._CacheLocator.get_cache_path", ("self",)),
     ("core.runtime.rtsys.initialize", ("ctx",)),
+    ("core.runtime._nrt_python.c_helpers", None),
+    ("core.errors.NumbaNotImplementedError", None),
+    ("np.numpy_support.from_dtype", ("dtype",)),
+    ("np.numpy_support.map_layout", ("val",)),
     ("core.sigutils.normalize_signature", ("sig",)),
     ("core.compiler_lock.global_compiler_lock", None),
     ("core.event.register", ("kind", "listener")),
@@ -129,16 +194,20 @@ def check(numba_package):
 MISMATCH = check(numba)
 
 if MISMATCH is None:  # every name imported here is one EXPECTED lists
+    import numpy as np
+    from llvmlite import binding as ll
     from llvmlite import ir
     from numba import types
-    from numba.core import cgutils, event, sigutils
+    from numba.core import cgutils, environment, event, sigutils
     from numba.core.caching import FunctionCache as _FunctionCache
+    from numba.core.caching import IndexDataCacheFile as _IndexDataCacheFile
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import CPUDispatcher as _CPUDispatcher
-    from numba.core.runtime import rtsys
+    from numba.core.runtime import _nrt_python, rtsys
     from numba.extending import intrinsic
+    from numba.np import numpy_support
 else:  # the classes below are defined but never instantiated: _jit takes the plain path
-    _CPUDispatcher = _FunctionCache = object
+    _CPUDispatcher = _FunctionCache = _IndexDataCacheFile = object
 
 
 def kernel(fn, options, helper=False, inline=False, allocates=True):
@@ -177,6 +246,22 @@ class Kernel(_CPUDispatcher):
         CPU context's ``refresh``): so a process whose kernels all load from the cache never
         reads that metadata."""
 
+    def typeof_pyval(self, val):
+        """Numba's type of the argument ``val``, found here for an array of the exact class
+        ``numpy.ndarray`` (as numba's own rule finds it): that rule first checks whether the
+        array is masked (``numpy.ma.MaskedArray``, a subclass), and that check imports
+        ``numpy.ma`` at a process's first kernel call."""
+        if type(val) is not np.ndarray:
+            return super().typeof_pyval(val)
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except numba.core.errors.NumbaNotImplementedError:  # (numba's error for it)
+            return super().typeof_pyval(val)
+        tp = types.Array(dtype, val.ndim, numpy_support.map_layout(val),
+                         readonly=not val.flags.writeable)
+        self._types_active_call.add(tp)  # (numba keeps the call's types alive so)
+        return tp
+
     def enable_caching(self):
         self._cache = _KernelCache(self.py_func)
 
@@ -212,13 +297,18 @@ _FAST_KEY = "nets-fast-path"
 class _KernelCache(_FunctionCache):
     """Numba's disk cache of a kernel, loading without first loading every typing and
     lowering registry of numba (``target_context.refresh()``, which also imports scipy's
-    BLAS): cached machine code needs only the code generator and numba's runtime (the
-    allocator kernels call), and a compile loads the registries itself. A process whose
-    kernels are all cached never pays for them. (So kernels stick to arrays, numbers and C
-    math: no typed dict, set or string hashing, whose symbols those registries install.)"""
+    BLAS): cached machine code needs only the code generator and the C functions of
+    numba's runtime (``_load_runtime``), and a compile loads the registries itself. A
+    process whose kernels are all cached never pays for them. (So kernels stick to arrays,
+    numbers and C math: no typed dict, set or string hashing, whose symbols those
+    registries install.) Its files are read through ``_KernelCacheFile``."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file.__class__ = _KernelCacheFile  # (numba's, reading as below)
 
     def load_overload(self, sig, target_context):
-        rtsys.initialize(target_context)
+        _load_runtime(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
@@ -229,7 +319,7 @@ class _KernelCache(_FunctionCache):
     @property
     def lock_path(self):
         """``<the kernel's index file>.lock``, in the cache folder."""
-        return self._cache_file._index_path + ".lock"
+        return self._cache_file.lock_path
 
     @contextlib.contextmanager
     def lock(self):
@@ -250,6 +340,69 @@ class _KernelCache(_FunctionCache):
             yield
         finally:
             os.close(fd)  # releases the lock
+
+
+_RUNTIME = {"loaded": False}  # this process has registered numba's runtime functions
+
+
+def _load_runtime(target_context):
+    """What kernels loaded from the cache need of numba's runtime (NRT), once per process:
+    the addresses of its C functions (allocation, arrays to and from Python), registered
+    with LLVM as numba's ``rtsys.initialize`` registers them. The rest of that
+    initialization compiles numba's few reference-counting functions with LLVM, for a
+    compile to link into each kernel it compiles: a cached kernel's machine code holds them
+    already, and a compile (a cache miss) initializes the runtime in full first (the CPU
+    context's ``refresh``). With numba's allocation statistics on (``NUMBA_NRT_STATS``),
+    which that initialization switches on, numba initializes it here."""
+    if _RUNTIME["loaded"]:
+        return
+    if numba.core.config.NRT_STATS:
+        rtsys.initialize(target_context)
+    else:
+        for name, address in _nrt_python.c_helpers.items():
+            ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+    _RUNTIME["loaded"] = True
+
+
+class _KernelCacheFile(_IndexDataCacheFile):
+    """Numba's index and data files of a kernel, its data read with ``_CacheUnpickler``."""
+
+    @property
+    def lock_path(self):
+        """``<the index file>.lock`` (``_KernelCache.lock``)."""
+        return self._index_path + ".lock"
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as f:
+            return _CacheUnpickler(f).load()
+
+
+class _CacheUnpickler(pickle.Unpickler):
+    """Numba's cached data, unpickled with the environments of its functions rebuilt by
+    ``_rebuild_env``."""
+
+    def find_class(self, module, name):
+        if (module, name) == ("numba.core.environment", "_rebuild_env"):
+            return _rebuild_env
+        return super().find_class(module, name)
+
+
+def _rebuild_env(modname, consts, env_name):
+    """Numba's ``environment._rebuild_env`` (a compiled function's environment: its
+    module's globals and its constants), without importing the module where it is not
+    imported yet: numba's own array functions (``np.empty`` in a kernel) have environments
+    in its modules that the kernel's process does not otherwise import, such as
+    ``numba.np.arrayobj``. Kernels compile in nopython mode, whose code reads only the
+    constants; the globals are read by object mode alone, and by numba's cache, which
+    names the module by the globals' ``__name__``: an environment rebuilt here holds just
+    that."""
+    if modname in sys.modules or environment.lookup_environment(env_name) is not None:
+        return environment._rebuild_env(modname, consts, env_name)
+    env = environment.Environment({"__name__": modname})
+    env.consts[:] = consts
+    env.env_name = env_name
+    environment.Environment._memo[env_name] = env  # (numba finds it by name, as its own)
+    return env
 
 
 def lock_path(dispatcher):

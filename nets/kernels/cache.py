@@ -12,7 +12,6 @@ import atexit
 import importlib
 import os
 import pkgutil
-import subprocess
 import sys
 import threading
 
@@ -94,7 +93,9 @@ def compile_ahead(argv):
 
 
 def _start_child(argv):
-    """Start ``compile_ahead``'s child; if it cannot start, this process compiles alone."""
+    """Start ``compile_ahead``'s child; if it cannot start, this process compiles alone.
+    (``subprocess`` is imported here: a process whose kernels are cached starts none.)"""
+    import subprocess
     try:
         child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)

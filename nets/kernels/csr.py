@@ -22,9 +22,21 @@ def csr_dense(indptr, indices, data, w, out, lo, hi):
     """``out[lo:hi] += (X @ w)[lo:hi]`` for ``out`` of shape ``(rows, w.shape[1])``;
     ``w.shape[0] == cols``, ``0 <= lo <= hi <= rows``; no other row of ``out`` is touched.
 
-    Each output row is a sum of scaled contiguous rows of ``w``.
+    Each output row is a sum of scaled contiguous rows of ``w``. A one-column ``w`` (a
+    linear model's weight) sums each row in a register, adding in the same order: the
+    general loop stores the running sum back at every entry, since ``out`` and ``w`` may
+    share memory as far as the compiler knows.
     """
     n, end = w.shape[1], indptr[hi]
+    if n == 1:
+        for i in range(lo, hi):
+            acc = out[i, 0]
+            for p in range(indptr[i], indptr[i + 1]):
+                if p + PREFETCH_AHEAD < end:
+                    prefetch_row(w, indices[p + PREFETCH_AHEAD])
+                acc += data[p] * w[indices[p], 0]
+            out[i, 0] = acc
+        return
     for i in range(lo, hi):
         o = out[i]
         for p in range(indptr[i], indptr[i + 1]):

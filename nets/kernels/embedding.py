@@ -142,17 +142,8 @@ def bitmap_slots(ids, upper):
     """``unique_slots`` by a bitmap of ``upper`` bits: an id's slot is the count of set bits
     before it (a prefix count per 64-bit word plus one ``popcount``), with no sort."""
     n = len(ids)
-    words = _words(upper)
-    bits = np.zeros(words, np.uint64)
+    bits, before, count = _bitmap(ids, upper)
     one = np.uint64(1)
-    for k in range(n):
-        v = ids[k]
-        bits[v >> 6] |= one << np.uint64(v & 63)
-    before = np.empty(words, np.int64)  # set bits in the words before each word
-    count = 0
-    for w in range(words):
-        before[w] = count
-        count += popcount(bits[w])
     uniq = np.empty(count, np.int64)
     slot = np.empty(n, np.int64)
     for k in range(n):
@@ -164,9 +155,51 @@ def bitmap_slots(ids, upper):
     return uniq, slot
 
 
+@jit
+def bitmap_positions(table, keys, upper):
+    """``(pos, found)``: each of ``keys``' position in ``table`` (sorted unique ids in
+    ``[0, upper)``) and whether it is there; ``pos`` is 0 where not found. ``table`` is
+    ranked in a bitmap of ``upper`` bits as ``bitmap_slots`` ranks ids, so a key costs one
+    word test and one ``popcount`` whatever its order (keys outside ``[0, upper)`` are not
+    found)."""
+    bits, before, _ = _bitmap(table, upper)
+    one = np.uint64(1)
+    n = len(keys)
+    pos = np.zeros(n, np.int64)
+    found = np.zeros(n, np.bool_)
+    for k in range(n):
+        v = keys[k]
+        if 0 <= v < upper:
+            w = v >> 6
+            bit = one << np.uint64(v & 63)
+            if bits[w] & bit:
+                pos[k] = before[w] + popcount(bits[w] & (bit - one))
+                found[k] = True
+    return pos, found
+
+
+@jit(helper=True)
+def _bitmap(ids, upper):
+    """``(bits, before, count)``: the bitmap of ``upper`` bits with the bits of ``ids`` (in
+    ``[0, upper)``) set, the set bits in the words before each word, and their total."""
+    words = _words(upper)
+    bits = np.zeros(words, np.uint64)
+    one = np.uint64(1)
+    for k in range(len(ids)):
+        v = ids[k]
+        bits[v >> 6] |= one << np.uint64(v & 63)
+    before = np.empty(words, np.int64)
+    count = 0
+    for w in range(words):
+        before[w] = count
+        count += popcount(bits[w])
+    return bits, before, count
+
+
 def ranks_in_bitmap(n, upper):
-    """Whether ``unique_slots`` ranks ``n`` ids in ``[0, upper)`` in a bitmap (else sorts):
-    when the bitmap has at most ``BITMAP_WORDS_PER_ID`` words per id."""
+    """Whether ``n`` ids in ``[0, upper)`` are ranked in a bitmap (``unique_slots``,
+    ``bitmap_positions``; else sorted or searched): when the bitmap has at most
+    ``BITMAP_WORDS_PER_ID`` words per id."""
     return -(-int(upper) // 64) <= BITMAP_WORDS_PER_ID * int(n)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..base import NetsError
 from ..arrays.dense import NDArray
-from .shard import check_initializer
+from .. import random
 
 __all__ = ["KVStore", "KVStoreBase", "Pending", "create", "register", "DIST_NAMES"]
 
@@ -383,13 +383,14 @@ class KVStore:
             Without ``value``: the shape (positive ints) of a dense table the store makes.
         init : nets.init.Initializer, optional
             Without ``value``: the initializer instance that fills the table, given the
-            key as the parameter name (a key ending in ``bias`` gets zeros). Initializers
-            whose rule reads the array's shape (``shape_dependent``: ``Xavier``) and
-            initializer names (str) are refused.
+            key as the parameter name (a key ending in ``bias`` gets zeros). Its rule for
+            the table (``Initializer.rule``) must be data (a built-in initializer with
+            plain int or float arguments; ``Xavier`` scales by the whole table's fans):
+            the servers draw from that rule. Initializer names (str) are refused.
         seed : int, default 0
             Without ``value``: the seed (>= 0) of the table's draws. The table is the same
             on every store whatever its number of servers: its rows are drawn in blocks of
-            ``nets.kv.shard.INIT_BLOCK_ROWS``, block ``b`` from a generator seeded with
+            ``nets.random.BLOCK_ROWS``, block ``b`` from a generator seeded with
             ``(seed, b)`` (``nets.kv.shard.generate``); a distributed store's servers each
             make their own rows, nothing is sent from a worker.
         dtype : str or numpy dtype, default 'float32'
@@ -428,7 +429,12 @@ class KVStore:
         if not (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
                 and seed >= 0):
             raise NetsError(f"init: seed={seed!r}; expected an int >= 0")
-        initializer = check_initializer(init, "init")
+        rules = [None if isinstance(init, str) or not callable(getattr(init, "rule", None))
+                 else init.rule(str(k), s) for k, s in zip(keys, shapes)]
+        if not all(random.is_data(r) for r in rules):
+            raise NetsError(f"init: init={init!r}; expected an initializer instance such as "
+                            f"nets.init.Uniform(0.07) whose rule is data (built in, with int "
+                            f"or float arguments): the store draws from it")
         dtype = np.dtype(dtype)
         if dtype not in (np.float16, np.float32, np.float64):
             raise NetsError(f"init: dtype={dtype}; expected float16, float32 or float64")
@@ -437,8 +443,8 @@ class KVStore:
             raise NetsError(f"init: keys listed twice: {keys}")
         for k in keys:
             self._check_new(k)
-        self._init_generated([(k, tuple(int(d) for d in s), dtype, initializer, int(seed))
-                              for k, s in zip(keys, shapes)])
+        self._init_generated([(k, (r, tuple(int(d) for d in s), dtype.str, int(seed)),
+                               "default") for k, s, r in zip(keys, shapes, rules)])
 
     def broadcast(self, key: Keys, value: Arrays, out: Arrays, priority: int = 0) -> None:
         """``init(key, value)`` then ``pull(key, out=out)``: every worker gets rank 0's value.
@@ -647,10 +653,17 @@ class KVStore:
         """Store a copy of each ``(key, array)``."""
         raise NotImplementedError
 
-    def _init_generated(self, specs):
-        """Store, for each ``(key, shape, dtype, initializer, seed)``, the table
-        ``nets.kv.shard.generate`` makes."""
+    def _init_generated(self, items):
+        """Store, for each ``(key, spec, stype)``, the array of storage type ``stype`` that
+        ``nets.kv.shard.generate`` makes from ``spec``."""
         raise NotImplementedError
+
+    def _init_drawn(self, keys, values, specs):
+        """``init(keys, values)`` for values that ``nets.init.draw`` filled: ``specs`` has,
+        per key, the spec ``draw`` returned (None: not drawn by row blocks). A store that
+        copies values ignores the specs; a distributed one sends a spec instead of its
+        values (``DistKVStore``)."""
+        self.init(keys, values)
 
     def _push(self, pairs):
         """Reduce and apply each ``(key, [arrays])``."""

@@ -23,7 +23,7 @@ from ray._raylet import Config as ray_config
 from ..base import NetsError, env_number
 from .server import Coordinator, Server
 
-__all__ = ["ENV", "timeout", "start_local", "connect", "Group", "run_workers",
+__all__ = ["ENV", "MARGIN", "timeout", "start_local", "connect", "Group", "run_workers",
            "from_environment"]
 
 # The environment a worker process receives.
@@ -32,6 +32,7 @@ ENV = {"address": "NETS_KV_ADDRESS", "namespace": "NETS_KV_NAMESPACE",
        "num_servers": "NETS_KV_NUM_SERVERS"}
 TIMEOUT_ENV = "NETS_KV_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
+MARGIN = 30.0  # a worker waits this much longer than its servers, which then say why
 SERVER_NAME, COORDINATOR_NAME = "nets-kv-server-{}", "nets-kv-coordinator"
 
 
@@ -61,8 +62,9 @@ def _local_environment():
     before importing Ray (``python -m nets.kv.launch`` does)."""
     os.environ[LOOPBACK_ENV] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    # A push's gradient rows and the rows its answer brings back (megabytes) travel inside
-    # the call's message rather than through Ray's object store (Ray's bound: 100 KiB).
+    # What the store's Ray calls carry (the optimizer states of a save or load, megabytes)
+    # travels inside the call's message rather than through Ray's object store (Ray's
+    # bound: 100 KiB); the data calls have a channel of their own (``nets.kv.channel``).
     os.environ.setdefault(INLINE_ENV, str(INLINE_BYTES))
     # Only the processes the store needs: no idle Ray worker started ahead for tasks
     # (nets runs none), and the store's actors' processes started together, not one at
@@ -121,11 +123,11 @@ def connect(address, namespace):
 
 def gather(refs, what, names=None):
     """The results of ``[(server index or None, ObjectRef)]``, waiting at most
-    ``NETS_KV_TIMEOUT`` plus a margin (the actors time out first and say why): a
+    ``NETS_KV_TIMEOUT`` plus ``MARGIN`` (the actors time out first and say why): a
     ``NetsError`` raised by an actor is raised here as it was; a dead actor or a lost
     result is a ``NetsError`` naming the server."""
     try:
-        return ray.get([r for _, r in refs], timeout=timeout() + 30)
+        return ray.get([r for _, r in refs], timeout=timeout() + MARGIN)
     except ray.exceptions.RayTaskError as e:
         cause = e.cause
         if isinstance(cause, NetsError):
@@ -138,7 +140,7 @@ def gather(refs, what, names=None):
                         f"); the store cannot continue: restart the job") from None
     except ray.exceptions.GetTimeoutError:
         raise NetsError(f"{what}: no answer from the store's actors within "
-                        f"{timeout() + 30:g} s") from None
+                        f"{timeout() + MARGIN:g} s") from None
 
 
 def _dead(ref):

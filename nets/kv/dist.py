@@ -6,7 +6,15 @@ A worker process started by ``python -m nets.kv.launch`` makes one with
 (``nets.kv.cluster``). Values live on the servers (``nets.kv.server``), sharded as
 ``nets.kv.shard`` says; the worker holds only the keys' shapes.
 
-- ``init``: only rank 0's values are sent, then every worker waits at a barrier.
+- the data calls (``init``, ``push``, ``pull``, ``pushpull``, ``step``) go through this
+  worker's channel to each server (``nets.kv.channel``: one connection per server, opened
+  here), their large arrays through shared memory when the server shares this machine
+  (``nets.kv.transport``); barriers, ``set_optimizer``, a table made from an initializer
+  and the states' save and load are Ray calls.
+- ``init``: only rank 0's values are sent, then every worker waits at a barrier. A value
+  ``nets.init.draw`` drew by row blocks (``Module.init_params``: ``_init_drawn``) is sent
+  as its spec, from which each server makes its rows (``nets.kv.shard.generate``); a worker
+  whose spec equals rank 0's holds the same value and pulls nothing.
 - ``push``: the arrays given for a key are compressed (if set, with residuals kept here,
   as the local store does), summed here, cut into shards and sent; the call returns
   without waiting (MXNet's non-blocking push). A later ``pull`` of the key, a
@@ -42,7 +50,8 @@ from ..optim import Optimizer, Record, load_states, save_states
 from ..ops import add_n
 from ..ops.sparse_ops import unique_rows
 from .base import DIST_NAMES, KVStore, Pending, register
-from .cluster import from_environment, gather
+from .channel import Link
+from .cluster import MARGIN, from_environment, gather, timeout
 from .compression import from_params
 from .server import pack_tree, unpack_tree
 from . import transport
@@ -95,9 +104,11 @@ class DistKVStore(KVStore):
                    f"kv.create({name!r})")
         self.barrier()
         self._pool = Pool() if transport.available() else None
-        self._near = [self._pool is not None and _shares_memory(s, i)
-                      for i, s in enumerate(self._servers)]
-        atexit.register(self._wait_pushes)
+        self._near = _shares_memory(self._servers) if self._pool is not None else \
+            [False] * len(self._servers)
+        self._links = _connect(self._servers, f"kv.create({name!r})")
+        atexit.register(self._close)
+        atexit.register(self._wait_pushes)  # (runs first: atexit runs last-in first-out)
 
     # -- description ---------------------------------------------------------------------
     @property
@@ -125,6 +136,11 @@ class DistKVStore(KVStore):
     _barrier = barrier
 
     # -- helpers ---------------------------------------------------------------------------
+    def _close(self):
+        """Close the channels to the servers."""
+        for link in self._links:
+            link.close()
+
     def _held(self, key):
         return self._layouts.get(key)
 
@@ -140,23 +156,27 @@ class DistKVStore(KVStore):
             exchange.answers()
 
     def _invoke(self, server, method, *args):
-        """Call ``method(*args)`` on ``server`` (through ``Server.call``) without waiting:
-        a call ``(server, ObjectRef, segments)``. A server on this machine gets the large
-        arrays through shared memory (``nets.kv.transport``; ``segments`` are the
-        call's), another through Ray's message (``segments`` None)."""
+        """Call ``method(*args)`` on ``server`` through its channel (``Server.call``)
+        without waiting: a call ``(server, Reply, segments)``. A server on this machine
+        gets the large arrays through shared memory (``nets.kv.transport``; ``segments``
+        are the call's), another in the channel's frame (``segments`` None)."""
         self._stats["calls"] += 1
         self._stats["bytes_sent"] += _payload(args)
         if not self._near[server]:
-            return server, self._servers[server].call.remote((method, args, None, None)), None
+            return server, self._links[server].send(method, args), None
         args, path, reply, segs = self._pool.request(args)
-        return server, self._servers[server].call.remote((method, args, path, reply)), segs
+        try:
+            return server, self._links[server].send(method, args, path, reply), segs
+        except Exception:
+            self._pool.discard(segs)
+            raise
 
     def _results(self, calls, what, copy=True, release=True):
         """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the
         arrays of a nearby server's answer are views valid until the next call (with
         ``release=False``: until the caller returns the segments to the pool)."""
         try:
-            got = gather([(server, ref) for server, ref, _ in calls], what)
+            got = [reply.get(what) for _, reply, _ in calls]
         except Exception:
             if self._pool is not None:
                 self._pool.discard(_segments(calls))
@@ -166,16 +186,10 @@ class DistKVStore(KVStore):
         self._stats["bytes_received"] += _payload(got)
         return got
 
-    def _calls(self, method, requests, what, *args):
-        """Call ``method(*args, list)`` once per server with the list of that server's
-        requests: ``requests`` is ``[(server, request)]``; returns each request's answer,
-        in order."""
-        return self._answers(self._start(method, requests, lambda server: args),
-                             len(requests), what)
-
     def _start(self, method, requests, args_of, servers=()):
-        """The calls of ``_calls`` made, not waited for: ``[([request numbers], call)]``
-        (``_invoke``'s calls); server ``s`` gets ``method(*args_of(s), its requests)``,
+        """One call of ``method`` per server, not waited for, with the list of that
+        server's requests (``requests`` is ``[(server, request)]``): ``[([request numbers],
+        call)]`` (``_invoke``'s calls); server ``s`` gets ``method(*args_of(s), its requests)``,
         and so does each of ``servers`` without requests (with an empty list)."""
         self._send_held()  # (first: the servers see this worker's calls in order)
         by_server = {server: [] for server in servers}
@@ -186,41 +200,69 @@ class DistKVStore(KVStore):
                 for server, batch in by_server.items()]
 
     # -- primitives ------------------------------------------------------------------------
-    def _init(self, pairs):
+    def _init(self, pairs, specs=None):
+        """Rank 0 sends each pair's value, or, where ``specs`` (per pair) has the spec
+        ``nets.init.draw`` drew the value from, that spec: the servers make their rows
+        (``_make``). A worker holds the store's value (``_holds_init``) when its value's
+        SHA-256 digest, or its spec, equals rank 0's."""
         self._check_init(pairs)
         self._send_held()
+        specs = specs or [None] * len(pairs)
         layouts = {key: Layout(key, array.shape, len(self._servers), self._bound)
                    for key, array in pairs}
         self._kinds.update({key: (array.dtype, array.stype) for key, array in pairs})
-        calls = []
+        calls, made = [], []
         if self._rank == 0:
             items = {}
-            for key, array in pairs:
+            for (key, array), spec in zip(pairs, specs):
+                if spec is not None:
+                    made.append((key, spec, array.stype))
+                    continue
                 for server, lo, hi in layouts[key].parts:
                     items.setdefault(server, []).append((key, pack(cut(array, lo, hi),
                                                                    copy=False)))
             calls = [self._invoke(s, "init", batch) for s, batch in items.items()]
-        digests = [_digest(array) for _, array in pairs]  # (while the servers store them)
+        marks = [_digest(array) if spec is None else spec
+                 for (_, array), spec in zip(pairs, specs)]  # (while the servers store them)
         self._results(calls, "init")
+        self._make(made, layouts)
         self._layouts.update(layouts)
-        kept = self._meet(digests if self._rank == 0 else None)
+        kept = self._meet(marks if self._rank == 0 else None)
         self._same_init.update((key, mine == theirs)
-                               for (key, _), mine, theirs in zip(pairs, digests, kept))
+                               for (key, _), mine, theirs in zip(pairs, marks, kept))
+
+    def _init_drawn(self, keys, values, specs):
+        pairs = self._pairs(keys, values, "init")
+        for k, arrays in pairs:
+            if len(arrays) != 1:
+                raise NetsError(f"init: key {k!r} takes one value, got {len(arrays)}")
+        self._init([(k, arrays[0]) for k, arrays in pairs], list(specs))
 
     def _holds_init(self, key):
         """Whether this worker's value given to ``init`` of ``key`` equals, bit for bit,
-        the one the store kept (rank 0's): their SHA-256 digests agree."""
+        the one the store kept (rank 0's): their SHA-256 digests, or the specs they were
+        drawn from, agree."""
         return self._same_init.get(key, False)
 
-    def _init_generated(self, specs):
-        layouts = {key: Layout(key, shape, len(self._servers), self._bound)
-                   for key, shape, _, _, _ in specs}
-        self._kinds.update({key: (dtype, "default") for key, _, dtype, _, _ in specs})
+    def _make(self, items, layouts):
+        """Have the servers make each ``(key, spec, stype)`` of ``items`` (rank 0's), each
+        its rows of the key's ``layouts`` (``Server.init_generated``). A Ray call: a spec
+        is data - the initializer's rule, the shape, dtype and seed: numbers and strings,
+        no array and no Python object."""
+        by_server = {}
+        for key, spec, stype in items:
+            for server, lo, hi in layouts[key].parts:
+                by_server.setdefault(server, []).append((key, spec, stype, lo, hi))
+        gather([(s, self._servers[s].init_generated.remote(batch))
+                for s, batch in by_server.items()], "init")
+
+    def _init_generated(self, items):
+        self._send_held()
+        layouts = {key: Layout(key, spec[1], len(self._servers), self._bound)
+                   for key, spec, _ in items}
+        self._kinds.update({key: (np.dtype(spec[2]), stype) for key, spec, stype in items})
         if self._rank == 0:
-            self._calls("init_generated", [
-                (server, (key, shape, dtype.str, initializer, seed, lo, hi))
-                for key, shape, dtype, initializer, seed in specs
-                for server, lo, hi in layouts[key].parts], "init")
+            self._make(items, layouts)
         self._layouts.update(layouts)
         self.barrier()
 
@@ -623,11 +665,20 @@ def _segments(calls):
     return [seg for _, _, segs in calls for seg in segs or ()]
 
 
-def _shares_memory(server, index):
-    """Whether ``server`` (index ``index``) sees this machine's shared memory: it reads
-    back a file this worker wrote there (``Server.sees``)."""
+def _shares_memory(servers):
+    """Whether each of ``servers`` sees this machine's shared memory: it reads back a
+    file this worker wrote there (``Server.sees``)."""
     with transport.probe_file() as (path, token):
-        return bool(gather([(index, server.sees.remote(path, token))], "kv.create")[0])
+        return [bool(b) for b in gather([(i, s.sees.remote(path, token))
+                                         for i, s in enumerate(servers)], "kv.create")]
+
+
+def _connect(servers, what):
+    """A ``Link`` (``nets.kv.channel``) to each of ``servers``, whose waits end after
+    ``NETS_KV_TIMEOUT`` plus ``MARGIN``."""
+    got = gather([(i, s.channel.remote()) for i, s in enumerate(servers)], what)
+    limit = timeout() + MARGIN
+    return [Link(i, (host, port), secret, limit) for i, (host, port, secret) in enumerate(got)]
 
 
 def _cut_state(state, lo, hi):

@@ -51,9 +51,15 @@ class LocalKVStore(KVStore):
         for key, array in pairs:
             self._values[key] = array.copy()
 
-    def _init_generated(self, specs):
-        for key, shape, dtype, initializer, seed in specs:
-            self._values[key] = generate(initializer, str(key), shape, dtype, seed, 0, shape[0])
+    def _adopt(self, key, array):
+        """Hold ``array`` itself, not a copy, as the first value of ``key``: for an array
+        its maker hands over and never uses again (a server's generated shard)."""
+        self._check_init([(key, array)])
+        self._values[key] = array
+
+    def _init_generated(self, items):
+        for key, spec, stype in items:
+            self._values[key] = generate(spec, 0, spec[1][0], stype)
 
     def _push(self, pairs):
         self._check_push(pairs)

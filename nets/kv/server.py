@@ -1,6 +1,8 @@
 """The actors of a distributed store: ``Server`` (holds shards and updates them) and
 ``Coordinator`` (barriers). Plain classes; ``nets.kv.cluster`` runs them as Ray actors
-(asyncio actors: one process each, its calls interleaving only at ``await``).
+(asyncio actors: one process each, its calls interleaving only at ``await``). A worker
+calls a server's data methods (``Server.CHANNEL``) through the server's channel
+(``nets.kv.channel``), served on the actor's event loop, and the rare ones through Ray.
 
 A server keeps its shards in a ``LocalKVStore``: the shards of one key are that key in the
 local store, so merging the workers' pushes (``push`` of a list: row_sparse ones over the
@@ -14,6 +16,7 @@ arrival. Every wait ends after ``timeout`` seconds with a ``NetsError`` naming t
 that did not arrive.
 """
 import asyncio
+import secrets
 
 import numpy as np
 
@@ -22,6 +25,7 @@ from ..arrays import aligned
 from ..arrays.dense import NDArray
 from ..arrays.row_sparse import RowSparseNDArray
 from ..optim import Record, Updater
+from . import channel
 from .local import LocalKVStore, rows_of
 from .shard import generate, pack, unpack
 from .transport import Maps
@@ -110,6 +114,7 @@ class Server:
     def __init__(self, index, num_workers, timeout):
         self.index = index
         self.maps = Maps()
+        self._channel = None  # the future of (host, port, secret, listener) once asked
         self.reset(num_workers, timeout)
 
     def reset(self, num_workers, timeout):
@@ -122,25 +127,38 @@ class Server:
         self.rounds = {}
         self.changed = asyncio.Condition()
 
-    # the methods a worker calls through ``call``
-    BULK = frozenset({"init", "init_generated", "push", "pull", "pushpull", "step"})
-    # the methods whose answer holds views of the held values, for a call whose answer is
-    # copied into its reply segment before any other call runs (``call`` with a reply)
+    # the methods a worker calls through its channel (``call``): their arguments and
+    # answers are arrays and plain values (``nets.kv.channel``)
+    CHANNEL = frozenset({"init", "push", "pull", "pushpull", "step"})
+    # the methods whose answer holds views of the held values, for ``call``, whose answer
+    # is copied out (into its reply segment or its frame) before any other call runs
     VIEWS = {"pull": "_values", "pushpull": "_pushed_values"}
 
-    async def call(self, request):
-        """``method(*args)`` (one of ``BULK``) for a worker: ``request`` is ``(method, args,
-        path, reply)``, one argument (Ray's cost of a call grows with its count of
-        arguments). A worker on this machine names shared-memory segments: the large
-        arrays of ``args`` are read from the segment ``path`` and those of the answer
-        written into the segment ``reply`` (``nets.kv.transport``); a distant worker gives
-        None for both and gets the answer in Ray's message."""
-        method, args, path, reply = request
-        if method not in self.BULK:
-            raise NetsError(f"server call: {method!r} is not one of {sorted(self.BULK)}")
-        if reply is not None:
-            method = self.VIEWS.get(method, method)  # (copied into ``reply``)
-        result = getattr(self, method)(*self.maps.unstage(args, path))
+    async def channel(self):
+        """``(host, port, secret)`` of this server's channel (``nets.kv.channel``), opened
+        at the first ask on the address Ray reaches this node by: a worker connects there
+        and sends ``secret`` first."""
+        if self._channel is None:  # (opened once, however many workers ask at once)
+            self._channel = asyncio.ensure_future(self._listen())
+        return (await self._channel)[:3]
+
+    async def _listen(self):
+        import ray  # (only an actor, which runs in Ray, opens a channel)
+        host = ray.util.get_node_ip_address()
+        secret = secrets.token_hex(32)
+        listener = await channel.listen(self.call, host, secret)
+        return host, listener.sockets[0].getsockname()[1], secret, listener
+
+    async def call(self, method, args, path, reply):
+        """``method(*args)`` (one of ``CHANNEL``) for a worker. A worker on this machine
+        names shared-memory segments: the large arrays of ``args`` are read from the
+        segment ``path`` and those of the answer written into the segment ``reply``
+        (``nets.kv.transport``); a distant worker gives None for both and gets the
+        answer's arrays in the channel's frame."""
+        if method not in self.CHANNEL:
+            raise NetsError(f"server call: {method!r} is not one of {sorted(self.CHANNEL)}")
+        result = getattr(self, self.VIEWS.get(method, method))(
+            *self.maps.unstage(args, path))
         if asyncio.iscoroutine(result):
             result = await result
         return self.maps.stage_into(result, reply)
@@ -164,13 +182,14 @@ class Server:
         pairs = [(key, unpack(packed)) for key, packed in items]
         self.store.init([k for k, _ in pairs], [a for _, a in pairs])
 
-    def init_generated(self, specs):
-        """Make and store, for each ``(key, shape, dtype, initializer, seed, lo, hi)``, rows
-        ``[lo, hi)`` of the table ``nets.kv.shard.generate`` makes (the shard's local rows
-        ``0 .. hi-lo-1``); returns one None per spec."""
-        for key, shape, dtype, initializer, seed, lo, hi in specs:
-            self.store.init(key, generate(initializer, str(key), shape, dtype, seed, lo, hi))
-        return [None] * len(specs)
+    def init_generated(self, items):
+        """Make and store, for each ``(key, spec, stype, lo, hi)``, rows ``[lo, hi)`` of
+        the array ``nets.kv.shard.generate`` makes from ``spec`` (data: the initializer's
+        rule, the shape, dtype and seed), as the shard's local rows ``0 .. hi-lo-1``;
+        returns one None per item."""
+        for key, spec, stype, lo, hi in items:
+            self.store._adopt(key, generate(spec, lo, hi, stype))
+        return [None] * len(items)
 
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` (a copy of the workers') on every push."""

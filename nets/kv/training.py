@@ -60,13 +60,18 @@ def store_for(kvstore, need_store, who):
     return create(kvstore)
 
 
-def init_values(store, items, update_on_kvstore):
+def init_values(store, items, update_on_kvstore, specs=None):
     """Initialize each ``(key, weight)`` of ``items`` in the store (rank 0's value is the
     one kept), then, when the store updates the weights, make each weight the store's
-    value: dense ones whole, row_sparse ones on the rows they hold (one pull)."""
+    value: dense ones whole, row_sparse ones on the rows they hold (one pull). ``specs``
+    (None, or per item None or the spec ``nets.init.draw`` returned for a weight it drew
+    and nothing wrote since) let a distributed store send a spec instead of a value."""
     if not items:
         return
-    store.init([k for k, _ in items], [w for _, w in items])
+    if specs is None or all(spec is None for spec in specs):
+        store.init([k for k, _ in items], [w for _, w in items])
+    else:
+        store._init_drawn([k for k, _ in items], [w for _, w in items], specs)
     if not update_on_kvstore:
         return
     differ = [(k, w) for k, w in items if not store._holds_init(k)]  # (others: the store's)

@@ -1,26 +1,26 @@
-"""The same-machine path of a distributed store's bulk calls: arrays in shared memory,
-the call itself through Ray.
+"""The same-machine path of a distributed store's data calls: arrays in shared memory,
+the call itself through the worker's channel to the server (``nets.kv.channel``).
 
-Ray moves a call's arguments and answer through its RPC layer (or its object store): for
-arrays of megabytes that costs many times a memory copy. When a worker and a server run
-on the same machine, a call's large numpy arrays (``STAGE_BYTES`` or more) travel instead
-through files of the shared-memory file system (``/dev/shm``, mode 0600, names
+A channel's frame carries its arrays in its body: through the socket, a copy into the
+kernel and one out of it on each side. When a worker and a server run on the same
+machine, a call's large numpy arrays (``STAGE_BYTES`` or more) travel instead through
+files of the shared-memory file system (``/dev/shm``, mode 0600, names
 ``nets-kv-<worker's process id>-<random>``) owned by the worker:
 
 - the worker writes the request's large arrays into one of its segments and replaces
-  each by a ``_Staged(offset, shape, dtype)`` in the message (``Pool.request``); the
+  each by a ``Staged(offset, shape, dtype)`` in the message (``Pool.request``); the
   server views them in place (``Maps.unstage``) during the call;
 - the worker names a second segment for the answer; the server writes the answer's large
   arrays there (growing the file when it is too small: ``Maps.stage_into``) and answers the
-  message with ``_Staged`` entries, which the worker reads back (``Pool.answer``).
+  message with ``Staged`` entries, which the worker reads back (``Pool.answer``).
 
 A segment is the worker's: it is busy from the call until the worker has read the answer
 (then reused by later calls, its pages already allocated), and removed when the call
 fails, when the pull that carried it is dropped unanswered (the server may still write
 into it, so it is never reused), and at the worker's exit; a worker killed before its
 exit leaves its files, and the next worker of this user on the machine removes them
-(``sweep``). Calls to a server on another
-machine carry their arrays in the message, as Ray does.
+(``sweep``). Calls to a server on another machine carry their arrays in the channel's
+frames.
 """
 import atexit
 import contextlib
@@ -33,7 +33,7 @@ import numpy as np
 
 from ..arrays import aligned
 
-__all__ = ["STAGE_BYTES", "Pool", "Maps", "available"]
+__all__ = ["STAGE_BYTES", "Staged", "Pool", "Maps", "available", "is_segment"]
 
 STAGE_BYTES = 64 * 1024  # arrays from this size go through the segments
 FOLDER = "/dev/shm"
@@ -41,21 +41,25 @@ PREFIX = "nets-kv-"
 _ALIGN = 64
 
 
-class _Staged:
-    """Where a staged array lies in its segment."""
+class Staged:
+    """Where a staged array lies in its segment: ``offset`` (bytes), ``shape``, ``dtype``
+    (numpy's dtype string)."""
 
     __slots__ = ("offset", "shape", "dtype")
 
     def __init__(self, offset, shape, dtype):
         self.offset, self.shape, self.dtype = offset, shape, dtype
 
-    def __reduce__(self):
-        return _Staged, (self.offset, self.shape, self.dtype)
-
 
 def available():
     """Whether this machine has the shared-memory folder."""
     return os.path.isdir(FOLDER) and os.access(FOLDER, os.W_OK)
+
+
+def is_segment(path):
+    """Whether ``path`` names a file of the shared-memory folder with a segment's name (a
+    server maps no other file a request names)."""
+    return os.path.dirname(path) == FOLDER and os.path.basename(path).startswith(PREFIX)
 
 
 def _walk(obj, leaf):
@@ -74,7 +78,7 @@ def _big(obj):
 
 
 def _stage(obj):
-    """``(obj with each large array replaced by a _Staged entry, [(offset, array)], total
+    """``(obj with each large array replaced by a Staged entry, [(offset, array)], total
     bytes)``: the arrays laid out one after another, each aligned (an array met twice
     is laid out once), in one pass over ``obj``."""
     arrays, offsets, total = [], {}, 0
@@ -88,7 +92,7 @@ def _stage(obj):
             at = offsets[id(o)] = total
             arrays.append((at, o))
             total += -(-o.nbytes // _ALIGN) * _ALIGN
-        return _Staged(at, o.shape, o.dtype.str)
+        return Staged(at, o.shape, o.dtype.str)
     return _walk(obj, put), arrays, total
 
 
@@ -99,7 +103,7 @@ def _copy_in(buf, arrays):
 
 
 def _read(obj, mapping, copy=True):
-    """``obj`` with each ``_Staged`` entry replaced by its array in the buffer that
+    """``obj`` with each ``Staged`` entry replaced by its array in the buffer that
     ``mapping()`` gives (called at the first entry: not at all when there is none): a
     fresh aligned copy, or (``copy=False``) a writable view of the buffer. An array staged
     once for two entries (``_stage``) is read once: both entries get the same array."""
@@ -107,7 +111,7 @@ def _read(obj, mapping, copy=True):
 
     def get(o):
         nonlocal buf
-        if not isinstance(o, _Staged):
+        if not isinstance(o, Staged):
             return o
         if o.offset in seen:
             return seen[o.offset]
@@ -204,8 +208,9 @@ class Pool:
         self._free += [seg for seg in segs if seg in self._all]
 
     def release_later(self, owner, segs):
-        """``release(segs)`` when ``owner`` is collected."""
-        return weakref.finalize(owner, self.release, segs)
+        """``release(segs)`` when ``owner`` is collected (not at exit: ``close`` then
+        removes every segment)."""
+        return _before_exit(weakref.finalize(owner, self.release, segs))
 
     def discard(self, segs):
         """Remove the segments of a call that failed or whose answer is dropped (those
@@ -219,13 +224,20 @@ class Pool:
 
     def abandon_later(self, owner, segs):
         """Remove ``segs`` when ``owner`` is collected unless ``detach()`` of the returned
-        finalizer came first."""
-        return weakref.finalize(owner, self.discard, segs)
+        finalizer came first (not at exit: the store's last waits, run at exit, may still
+        read them; ``close`` removes every segment after them)."""
+        return _before_exit(weakref.finalize(owner, self.discard, segs))
 
     def close(self):
         for seg in list(self._all):
             self.discard([seg])
         self._free = []
+
+
+def _before_exit(finalizer):
+    """``finalizer``, made not to run at the interpreter's exit."""
+    finalizer.atexit = False
+    return finalizer
 
 
 @contextlib.contextmanager
@@ -313,7 +325,7 @@ class Maps:
 
     def stage_into(self, result, path):
         """The server's side of an answer: ``result`` with its large arrays written into
-        the segment ``path`` (grown when too small) and replaced by ``_Staged``
+        the segment ``path`` (grown when too small) and replaced by ``Staged``
         entries."""
         if path is None:
             return result

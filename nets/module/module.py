@@ -139,6 +139,9 @@ class Module(BaseModule):
         self._rows_pending = None  # prepare's pull of a batch's rows, until they are used
         self._step_pending = None  # update's push to the store, until the weights are used
         self._preload_states = None  # a states file for init_optimizer (Module.load)
+        # parameter name -> the spec nets.init.draw returned for its value, while nothing
+        # else wrote it: init_optimizer's store then makes the value from the spec
+        self._drawn = {}
         self._data_shapes, self._label_shapes = [], []
         if compression_params is not None:
             from_params(compression_params)  # (refused here, before any training)
@@ -215,6 +218,9 @@ class Module(BaseModule):
             else:
                 reqs[n] = grad_req
         shared = shared_module._exec if shared_module is not None else self._exec
+        self._drawn.clear()  # (the arrays may be new, or another module's to write)
+        if shared_module is not None:
+            shared_module._drawn.clear()
         descs = self._data_shapes + self._label_shapes
         self._exec = self._symbol.simple_bind(
             self._context, grad_req=reqs, type_dict={d.name: d.dtype for d in descs},
@@ -236,7 +242,10 @@ class Module(BaseModule):
         ``aux_params`` (name -> array), or else with their variable's ``init`` or
         ``initializer`` (default ``Uniform(0.01)``; names ending in bias, beta or
         running_mean get zeros, gamma or running_var ones, as every nets initializer
-        does). Storage types are kept.
+        does). Storage types are kept. A parameter of ``nets.random.BLOCK_ROWS`` rows or
+        more is drawn by row blocks from one seed (``nets.init.draw``); until something
+        else writes it, ``init_optimizer`` gives a distributed store its spec instead of
+        its values (the servers make their rows).
 
         Parameters
         ----------
@@ -286,11 +295,14 @@ class Module(BaseModule):
                                  bound[n].dtype)
         for names, values, bound, _, _ in groups:
             for n in names:
+                self._drawn.pop(n, None)
                 if values is not None and n in values:
                     bound[n][:] = values[n]
                 else:
                     init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
-                    init_mod.create(init)(n, bound[n])
+                    spec = init_mod.draw(init_mod.create(init), n, bound[n])
+                    if spec is not None:
+                        self._drawn[n] = spec
         self.params_initialized = True
 
     def set_params(self, arg_params: dict[str, NDArray],
@@ -396,7 +408,9 @@ class Module(BaseModule):
             if self._compression_params is not None:
                 store.set_gradient_compression(self._compression_params)
             kv_training.init_values(store, [(i, self._exec.arg_dict[n]) for i, n in
-                                            enumerate(self._param_names)], True)
+                                            enumerate(self._param_names)], True,
+                                    [self._drawn.get(n) for n in self._param_names])
+        self._drawn.clear()  # (updates write the parameters from now on)
         self.optimizer_initialized = True
         if self._preload_states is not None:
             self.load_optimizer_states(self._preload_states)

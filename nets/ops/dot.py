@@ -273,18 +273,16 @@ def _take(x, idx, axis):
 
 
 def _lookup(table, keys):
-    """Positions of ``keys`` (non-negative ids) in sorted unique ``table`` and whether each
-    key is there (a position is meaningful only where found). When the table's id range is
-    no wider than the work, a map from each id of that range to its position answers every
-    key in one pass; otherwise each key is a binary search."""
+    """Positions of ``keys`` (int64 ids) in sorted unique int64 ``table`` and whether each
+    key is there (a position is meaningful only where found). When the table's id range
+    is narrow enough for a bitmap (``ranks_in_bitmap``), every key is answered by a bitmap
+    rank in one pass; otherwise each key is a binary search."""
     if len(table) == 0:
         return np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
     upper = int(table[-1]) + 1
-    if upper <= 2 * (len(table) + len(keys)):
-        where = np.full(upper + 1, -1, np.int64)  # the last entry answers every key >= upper
-        where[table] = np.arange(len(table))
-        pos = where[np.minimum(keys, upper)]
-        return pos, pos >= 0
+    emb = kernels.embedding
+    if emb.ranks_in_bitmap(len(table) + len(keys), upper):
+        return emb.bitmap_positions(table, keys, upper)
     pos = np.searchsorted(table, keys)
     return pos, table[np.minimum(pos, len(table) - 1)] == keys
 

@@ -87,6 +87,11 @@ def signum_rows(rows, lr, momentum, wd, wd_lh, rescale_grad, clip):
 
 # -- the rows an update touches --------------------------------------------------------------
 
+# The state object of a selection that serves no later update: one made from a list (its
+# items may change) or by an update operator (which keeps none). No update passes it.
+_UNKEPT = object()
+
+
 class RowSelection:
     """The rows one update touches, in every operand's storage.
 
@@ -118,10 +123,13 @@ class RowSelection:
     row_sparse gradient's rows over a dense weight and dense states also serves later
     updates of them by other row_sparse gradients (``serves`` selects the new gradient's
     rows): only the rows and the gradient change, the checks of the weight and the states
-    stand while their storages do.
+    stand while their storages do. ``state``: the optimizer's state object the ``states``
+    were checked and padded from (``Optimizer._check_states``), which a later update must
+    pass again to be served; a selection given none, or a list, serves no later update.
     """
 
-    def __init__(self, weight, grad, states, lazy_update, row_states=(), names=None):
+    def __init__(self, weight, grad, states, lazy_update, row_states=(), names=None,
+                 state=_UNKEPT):
         w = storage(weight, "weight")
         self.dtype = dtype = w.dtype
         if dtype not in FLOAT_DTYPES:
@@ -160,6 +168,8 @@ class RowSelection:
         self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
         self._weight_line = weight_line
         self.operands = self._storages = self._kept = None
+        # (a list may change its items: a selection made from one serves no later update)
+        self._state = _UNKEPT if isinstance(state, list) else state
         operands = (weight, grad, *states)
         kept = (weight, *states)
         if all(a is None or a.stype == "default" for a in kept):  # (their checks stand)
@@ -191,23 +201,31 @@ class RowSelection:
         self.pos = _positions([ids, None, *[ids if given else None for given in self.given]],
                               self.count)
 
-    def serves(self, weight, grad, states):
-        """Whether this selection is the one an update of ``weight`` by ``grad`` with
-        ``states`` (padded as ``Optimizer._check_states`` pads them) would build: it was
-        made from these very dense arrays, each still over the storage it validated and
-        views (a numpy array keeps its shape and dtype, and a nets array its stype). A
-        lazy selection of a row_sparse gradient's rows serves ``weight`` and ``states``
-        when it was made from these very dense arrays, still over their storages, and
-        ``grad`` is row_sparse: it then selects ``grad``'s rows (checking ``grad``)."""
+    def serves(self, weight, grad, state):
+        """Whether this selection is the one an update of ``weight`` by ``grad`` with the
+        optimizer state ``state`` (what ``Optimizer._check_states`` checked and padded into
+        ``states`` when this selection was made: the ``state`` given then) would build: it
+        was made from these very dense arrays and this very state object (a tuple or an
+        array; a list never serves, its items may change), each array still over the
+        storage it validated and views (a numpy array keeps its shape and dtype, and a nets
+        array its stype). A lazy selection of a row_sparse gradient's rows serves
+        ``weight`` and ``state`` when it was made from these very dense arrays, still over
+        their storages, and ``grad`` is row_sparse: it then selects ``grad``'s rows
+        (checking ``grad``)."""
+        if state is not self._state:
+            return False
         if self.operands is not None:
-            for a, kept, x in zip((weight, grad, *states), self.operands, self._storages):
-                if a is not kept or (x is not None and a.values is not x):
+            kept = self.operands
+            if weight is not kept[0] or grad is not kept[1]:
+                return False
+            for a, x in zip(kept, self._storages):
+                if x is not None and a.values is not x:
                     return False
             return True
-        if self._kept is None or grad.stype != "row_sparse":
+        if self._kept is None or weight is not self._kept[0][0] or grad.stype != "row_sparse":
             return False
-        for a, kept, x in zip((weight, *states), *self._kept):
-            if a is not kept or (x is not None and a.values is not x):
+        for a, x in zip(*self._kept):
+            if x is not None and a.values is not x:
                 return False
         self._reselect(grad)
         return True

@@ -55,13 +55,13 @@ class Record:
 
     ``rows``: the ``RowSelection`` the parameter's latest update validated and built, kept
     while it can serve the next one (``RowSelection.serves``: the same dense weight,
-    gradient and states over the same storages, or the same dense weight and states and
-    another row_sparse gradient of a lazy update), else None. Operands are validated once,
-    then trusted while they stay the ones validated (scipy's "validate at construction,
-    then trust"); the record holds them strongly, as ``torch.optim`` holds its parameters
-    and their ``state[p]``. A record copies and pickles as its counts, its state to be made
-    afresh at the next ``step`` (an optimizer shipped to a store's servers takes no arrays
-    along); ``nets.optim.save_states`` writes the arrays.
+    gradient and state object over the same storages, or the same dense weight and state
+    object and another row_sparse gradient of a lazy update), else None. Operands are
+    validated once, then trusted while they stay the ones validated (scipy's "validate at
+    construction, then trust"); the record holds them strongly, as ``torch.optim`` holds its
+    parameters and their ``state[p]``. A record copies and pickles as its counts, its state
+    to be made afresh at the next ``step`` (an optimizer shipped to a store's servers takes
+    no arrays along); ``nets.optim.save_states`` writes the arrays.
     """
 
     __slots__ = ("step", "log_decay", "stamps", "state", "has_state", "rows")
@@ -310,7 +310,7 @@ class Optimizer:
         """Count one update of parameter ``index`` (or of each index of a list): its
         record's ``step`` and ``num_update``, which the learning-rate schedule reads."""
         for i in index if isinstance(index, (list, tuple)) else (index,):
-            record = self._record(i)
+            record = self.state.get(i) or self._record(i)  # (a Record is never false)
             record.step += 1
             if record.step > self.num_update:
                 self.num_update = record.step
@@ -451,11 +451,16 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        states = self._check_states(index, state)
         record = self.state.get(index)
         rows = None if record is None else record.rows
-        if rows is None or not rows.serves(weight, grad, states):
-            rows = RowSelection(weight, grad, states, self.lazy_update, self._row_state_flags)
+        # A kept selection stands for the check of these operands and this state object;
+        # the states the update reads depend on the settings too (RMSProp's ``centered``).
+        reads = self.states_read()
+        if rows is None or not rows.serves(weight, grad, state) or (
+                reads and not all(rows.given[:reads])):
+            states = self._check_states(index, state)
+            rows = RowSelection(weight, grad, states, self.lazy_update, self._row_state_flags,
+                                state=state)
             record = self._record(index)  # (once the operands are checked)
             record.rows = rows if rows.reusable else None
         self._update_count(index)

@@ -215,6 +215,28 @@ def test_blocks(tmp_path, monkeypatch, multilabel):
         data.load_libsvm(path, n_features=6, multilabel=multilabel)
 
 
+def test_libsvm_blocks_start_with_a_short_block(tmp_path, monkeypatch):
+    """``libsvm_blocks``' first block holds the lines within ``FIRST_BLOCK`` bytes, the
+    later ones those within ``block`` bytes each, and the blocks join to the whole file."""
+    rng = np.random.default_rng(2)
+    X = nets.nd.array(rng.random((60, 5)) * (rng.random((60, 5)) < 0.6)).tostype("csr")
+    y = nets.nd.array(rng.normal(size=60))
+    path = _write(tmp_path, "")
+    data.save_libsvm(path, X, y)
+    ends = np.cumsum([len(line) for line in open(path, "rb")])  # each line's end, in bytes
+    monkeypatch.setattr(nets.data.libsvm, "FIRST_BLOCK", 100)
+    blocks = list(data.libsvm.libsvm_blocks(path, 5, block=400))
+    rows = np.cumsum([b.shape[0] for b, _ in blocks])
+    assert rows[0] == np.searchsorted(ends, 100, side="right")
+    assert rows[1] == np.searchsorted(ends, ends[rows[0] - 1] + 400, side="right")
+    assert len(blocks) > 3
+    whole = data.load_libsvm(path, n_features=5, zero_based=True)
+    assert_same_arrays(nets.nd.sparse.csr_matrix(
+        np.concatenate([b.asnumpy() for b, _ in blocks])), whole[0])
+    np.testing.assert_array_equal(np.concatenate([t.asnumpy() for _, t in blocks]),
+                                  whole[1].asnumpy())
+
+
 @pytest.mark.parametrize("with_qid", [False, True])  # qid:'s ':' leave gaps between ranges
 def test_parallel_ranges_and_slow_tokens(tmp_path, monkeypatch, with_qid):
     """Force the multi-range parse on a small file (ranges taken by 1 and 3 threads), with

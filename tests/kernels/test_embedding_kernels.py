@@ -82,6 +82,24 @@ def test_ranks_in_bitmap_up_to_the_words_per_id(n, upper, bitmap):
     assert kernels.ranks_in_bitmap(n, upper) is bitmap
 
 
+@pytest.mark.parametrize("stored, n_keys, upper", [
+    (0, 5, 1), (1, 0, 64), (1, 7, 64), (300, 1000, 10 ** 5), (64, 200, 64), (5, 40, 2 ** 20)])
+def test_bitmap_positions_is_a_search_of_the_sorted_table(stored, n_keys, upper):
+    rng = np.random.default_rng(stored + n_keys)
+    table = np.unique(rng.integers(0, upper, stored, dtype=np.int64))
+    if stored:
+        table[-1] = upper - 1  # the largest id: the last bit of the last word
+    # keys: stored ids, absent ids, and ids outside [0, upper)
+    keys = np.concatenate([rng.choice(table, n_keys) if stored else np.zeros(0, np.int64),
+                           rng.integers(-3, upper + 3, n_keys)])
+    pos, found = kernels.bitmap_positions(table, keys, upper)
+    want = np.searchsorted(table, keys)
+    want_found = np.isin(keys, table)
+    np.testing.assert_array_equal(found, want_found)
+    np.testing.assert_array_equal(pos[found], want[want_found])
+    assert not pos[~found].any() and pos.dtype == np.int64
+
+
 @pytest.mark.parametrize("name", sorted(IDS))
 def test_slots_in_order_of_any_int64_keys(name):
     ids = np.array(IDS[name], np.int64) * (2 ** 40) - 7  # negative and large keys too

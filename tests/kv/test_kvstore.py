@@ -317,7 +317,7 @@ def _blocks(seed, shape, block, scale):
 
 def test_init_makes_a_table_from_an_initializer_and_a_seed_by_row_blocks(monkeypatch):
     from nets.kv import shard
-    monkeypatch.setattr(shard, "INIT_BLOCK_ROWS", 4)  # 11 rows: blocks of 4, 4 and 3
+    monkeypatch.setattr(nets.random, "BLOCK_ROWS", 4)  # 11 rows: blocks of 4, 4 and 3
     kv = nets.kv.create()
     kv.init([0, 1], shape=[(11, 3), (2,)], init=nets.init.Uniform(0.5), seed=9)
     out = nd.zeros((11, 3))
@@ -327,10 +327,10 @@ def test_init_makes_a_table_from_an_initializer_and_a_seed_by_row_blocks(monkeyp
     kv.pull(1, out=small)
     np.testing.assert_array_equal(small.asnumpy(), _blocks(9, (2,), 4, 0.5))
     # any split into row ranges (a distributed store's shards) glues to the same table
-    whole = shard.generate(nets.init.Uniform(0.5), "0", (11, 3), np.float32, 9, 0, 11)
+    spec = (("uniform", 0.5), (11, 3), "<f4", 9)
+    whole = shard.generate(spec, 0, 11)
     for cuts in ([0, 5, 11], [0, 1, 2, 8, 11], [0, 4, 8, 11]):
-        parts = [shard.generate(nets.init.Uniform(0.5), "0", (11, 3), np.float32, 9, lo, hi)
-                 .asnumpy() for lo, hi in zip(cuts, cuts[1:])]
+        parts = [shard.generate(spec, lo, hi).asnumpy() for lo, hi in zip(cuts, cuts[1:])]
         np.testing.assert_array_equal(np.concatenate(parts), whole.asnumpy())
     # the initializer routes by the key as a parameter name; the global seed is untouched
     nets.random.seed(3)
@@ -357,8 +357,14 @@ def test_init_from_an_initializer_refuses_bad_arguments():
         kv.init(1, shape=(0, 2), init=nets.init.Uniform())
     with pytest.raises(NetsError, match="seed=-1; expected an int >= 0"):
         kv.init(1, shape=SHAPE, init=nets.init.Uniform(), seed=-1)
-    with pytest.raises(NetsError, match="Xavier.*scales by the array's shape"):
-        kv.init(1, shape=SHAPE, init=nets.init.Xavier())
+    class Custom(nets.init.Initializer):
+        def _init_weight(self, name, values):
+            values[...] = 2
+
+    with pytest.raises(NetsError, match="whose rule is data"):
+        kv.init(1, shape=SHAPE, init=Custom())
+    with pytest.raises(NetsError, match="whose rule is data"):
+        kv.init(1, shape=SHAPE, init=nets.init.Uniform(np.float32(0.5)))
     with pytest.raises(NetsError, match="init='uniform'; expected an initializer instance"):
         kv.init(1, shape=SHAPE, init="uniform")
     with pytest.raises(NetsError, match="dtype=int32"):

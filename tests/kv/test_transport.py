@@ -25,7 +25,7 @@ def test_a_call_round_trips_its_large_arrays_and_keeps_small_ones_in_the_message
         assert big.nbytes >= STAGE_BYTES > small.nbytes
         args, path, reply, segs = pool.request(([("default", big)], {"ids": small}, 3))
         staged = args[0][0][1]
-        assert isinstance(staged, transport._Staged) and args[1]["ids"] is small
+        assert isinstance(staged, transport.Staged) and args[1]["ids"] is small
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         got = maps.unstage(args, path)
         np.testing.assert_array_equal(got[0][0][1], big)

@@ -1,6 +1,7 @@
 """``dot(csr, row_sparse)`` and ``dot(row_sparse.T, row_sparse)`` look ids up among a
-row_sparse operand's stored rows: checked against scipy where the stored rows span a narrow
-id range (answered by a position map) and where they are few over a wide one (searched)."""
+row_sparse operand's stored rows: checked against scipy where the stored rows and the looked-up
+ids are many enough for a bitmap of their range (ranked) and where they are few over a wide
+one (searched)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -21,6 +22,7 @@ def rsp(stored, n, rng):
 @pytest.mark.parametrize("n, stored", [
     (50, list(range(0, 50, 2))),              # narrow range: half the ids stored
     (1_000_000, [3, 17, 500_000, 999_999]),   # wide range, few rows
+    (1_000_000, list(range(7, 1_000_000, 331))),  # wide range, enough rows for a bitmap
 ])
 def test_products_with_a_row_sparse_operand_match_scipy(n, stored, covered):
     rng = np.random.default_rng(4)

@@ -226,6 +226,20 @@ def test_trainer_refuses_a_batch_size_that_is_not_a_positive_number(kvstore, met
     np.testing.assert_allclose(net.weight.data().asnumpy(), np.full((2, 3), 0.5))
 
 
+def test_trainer_checks_a_batch_size_array_at_every_step():
+    """A 0-d array batch size is checked at each step: it may have been written since."""
+    net, trainer = _trained_net()
+    size = np.array(4.0)
+    trainer.step(size)
+    size[...] = 0
+    with autograd.record():
+        loss = net(nd.ones((4, 3))).sum()
+    loss.backward()
+    with _raises("batch_size", 0.0):
+        trainer.step(size)
+    trainer.step(4)
+
+
 def test_trainer_checks_the_learning_rate():
     net, trainer = _trained_net()
     with _raises("learning_rate", NAN):

@@ -337,3 +337,30 @@ def test_a_lazy_selection_serves_later_row_sparse_gradients():
         assert kept is not None and kept.count == len(rows) and kept.weight is weight.values
         assert_almost_equal(weight.asnumpy(), w, rtol=1e-5, atol=1e-6)
         assert_almost_equal(state.asnumpy(), mom, rtol=1e-5, atol=1e-6)
+
+
+def test_a_kept_selection_serves_only_the_state_object_it_checked():
+    """A dense update's kept selection stands for the check of the state object it was
+    made with: a list state (whose items may change) is checked and selected anew at each
+    update, so the array now in the list is the one updated; a tuple state made when
+    RMSProp was not centered lacks the states a centered update reads, which raises
+    rather than reuse the selection."""
+    rng = np.random.default_rng(4)
+    opt = create("sgd", learning_rate=0.5, momentum=0.5)
+    weight, grad = nd.array(rng.uniform(-1, 1, (N, COLS))), nd.array(np.ones((N, COLS)))
+    first, second = nd.zeros((N, COLS)), nd.zeros((N, COLS))
+    state = [first]
+    opt.update(0, weight, grad, state)
+    assert_almost_equal(first.asnumpy(), np.full((N, COLS), -0.5))
+    state[0] = second  # the same list, another momentum array
+    opt.update(0, weight, grad, state)
+    assert_almost_equal(second.asnumpy(), np.full((N, COLS), -0.5))
+    assert_almost_equal(first.asnumpy(), np.full((N, COLS), -0.5))  # not updated again
+
+    opt = create("rmsprop", learning_rate=0.1)
+    state = opt.create_state(0, weight)
+    opt.update(0, weight, grad, state)
+    assert opt.state[0].rows is not None
+    opt.centered = True
+    with pytest.raises(nets.NetsError, match="no state 1"):
+        opt.update(0, weight, grad, state)

@@ -6,16 +6,16 @@ import numpy as np
 
 import nets
 from nets.base import NetsError
-from nets.kv.shard import INIT_BLOCK_ROWS
+from nets.random import BLOCK_ROWS
 
-ROWS = INIT_BLOCK_ROWS + 4_464  # two row blocks; sharded (NETS_KV_BIGARRAY_BOUND is small)
+ROWS = BLOCK_ROWS + 4_464  # two row blocks; sharded (NETS_KV_BIGARRAY_BOUND is small)
 SCALE, SEED = 0.5, 11
 
 
 def expected_table():
     """Row block b drawn from default_rng([SEED, b]): U(-SCALE, SCALE) in float32."""
     parts = []
-    for b, rows in enumerate((INIT_BLOCK_ROWS, ROWS - INIT_BLOCK_ROWS)):
+    for b, rows in enumerate((BLOCK_ROWS, ROWS - BLOCK_ROWS)):
         draw = np.random.default_rng([SEED, b]).random((rows, 2), dtype=np.float32)
         parts.append(draw * np.float32(2 * SCALE) - np.float32(SCALE))
     return np.concatenate(parts)

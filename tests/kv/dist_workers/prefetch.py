@@ -17,22 +17,9 @@ import sys
 import numpy as np
 
 import nets
-from nets.batch import DataBatch
+from csr_batches import batches
 
 FEATURES, BATCH, STEPS = 50, 6, 6
-
-
-def batches(rank):
-    """This worker's batches: CSR rows over a few features each, labels 0/1."""
-    rng = np.random.default_rng(100 + rank)
-    out = []
-    for _ in range(STEPS):
-        dense = np.zeros((BATCH, FEATURES), np.float32)
-        for r in range(BATCH):
-            dense[r, rng.choice(FEATURES, 4, replace=False)] = rng.uniform(0.5, 1.5, 4)
-        label = rng.integers(0, 2, BATCH).astype(np.float32)
-        out.append(DataBatch([nets.nd.array(dense).tostype("csr")], [nets.nd.array(label)]))
-    return out
 
 
 def module(kv):
@@ -57,7 +44,7 @@ def rows_of(batch):
 
 def train(kv, mode, out_dir):
     mod = module(kv)
-    data = batches(kv.rank)
+    data = batches(100 + kv.rank, FEATURES, BATCH, STEPS)
     mod.prepare(data[0], rows_of)
     for k, batch in enumerate(data):
         if mode == "blocking":

@@ -5,8 +5,8 @@ Runs ``exchange(kv)`` on a store of type STORE and writes every array it pulled 
 lockstep, each time on keys of its own (so that one worker launch serves all three):
 ``fused`` calls ``kv.pushpull`` (checking that a distributed store makes one ``pushpull``
 call per server for it), ``separate`` calls ``kv.push`` then ``kv.pull`` with the same
-arguments, and ``far`` calls ``kv.pushpull`` with every array sent in Ray's messages, as
-to a server on another machine (no shared memory). The test compares the three bit for
+arguments, and ``far`` calls ``kv.pushpull`` with every array sent in the channel's
+frames, as to a server on another machine (no shared memory). The test compares the three bit for
 bit, and a one-worker run with a local store's (the test imports this module and runs
 ``exchange`` on ``nets.kv.create('local')``).
 
