@@ -13,6 +13,9 @@ import pytest
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKERS = os.path.join(HERE, "dist_workers")
+# The tests load some worker scripts as modules (to run them in process on a local store);
+# those import their sibling helpers (csr_batches) as the scripts do when run.
+sys.path.insert(0, WORKERS)
 # The cluster's processes (Ray's, the servers) and the processes the tests start in it
 # (workers, the launcher: ``DistCluster.env``) import Ray without rfc3987_syntax (see
 # ray_imports/rfc3987_syntax.py); pytest's own process and every other process it starts

@@ -5,14 +5,12 @@ program in one process (``dist_workers/drawn_init.py``)."""
 import importlib.util
 import json
 import os
-import sys
 
 import numpy as np
 
 import nets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "dist_workers"))  # (the worker's sibling modules)
 _spec = importlib.util.spec_from_file_location(
     "drawn_init", os.path.join(HERE, "dist_workers", "drawn_init.py"))
 drawn_init = importlib.util.module_from_spec(_spec)
