@@ -39,7 +39,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from multiprocessing import shared_memory
 
@@ -174,8 +173,7 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--steps", type=int, default=180, help="timed steps per CTR worker")
     parser.add_argument("--quick", action="store_true", help="W2's 20,000-row data")
-    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
-                                                           "nets-bench-data"))
+    wl.add_data_dir(parser)
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--transport-only", action="store_true",
                       help="only the round trip, push+pull and row pull timings")

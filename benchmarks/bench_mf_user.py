@@ -32,7 +32,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -141,8 +140,7 @@ def main():
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batches", type=int, default=600, help="batches of 1,024 per rep")
     parser.add_argument("--imperative", action="store_true", help="do not hybridize")
-    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
-                                                           "nets-bench-data"))
+    wl.add_data_dir(parser)
     args = parser.parse_args()
     wl.w3_arrays(args.data_dir, False)  # made once, before the workers load it
     ctx = mp.get_context("spawn")

@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import platform
-import tempfile
 import threading
 import time
 
@@ -128,9 +127,7 @@ def main():
                         help="W2's quick data (fewer rows to generate), a smoke run")
     parser.add_argument("--calls", type=int, default=100, help="calls per variant and rep")
     parser.add_argument("--reps", type=int, default=5, help="reps, the variants in turn")
-    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
-                                                           "nets-bench-data"),
-                        help="where run.py's generated data is cached")
+    wl.add_data_dir(parser)
     parser.add_argument("--gap-us", type=float, default=200.0,
                         help="Python work before each call, in microseconds")
     args = parser.parse_args()

@@ -40,7 +40,6 @@ import platform
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
@@ -742,9 +741,7 @@ def main():
     parser.add_argument("--reps", type=int, default=5, help="timed reps per variant (>= 1)")
     parser.add_argument("--only", default=None, help="comma-separated workloads, e.g. W2,W3")
     parser.add_argument("--json", default=None, help="also write the results to this file")
-    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
-                                                           "nets-bench-data"),
-                        help="where generated data is cached between runs")
+    wl.add_data_dir(parser)
     parser.add_argument("--imperative", action="store_true",
                         help="run the nets models op by op (default: hybridized)")
     parser.add_argument("--no-malloc-tuning", action="store_true",

@@ -18,6 +18,7 @@ The arrays are plain numpy (CSR as ``indptr``/``indices``/``data``), so a refere
 framework's worker never imports nets.
 """
 import os
+import tempfile
 
 import numpy as np
 
@@ -27,6 +28,14 @@ W2 = {"rows": 200_000, "quick_rows": 20_000, "features": 1_000_000, "nnz": 30, "
 W3 = {"users": 100_000, "items": 50_000, "ratings": 2_000_000, "quick_ratings": 200_000,
       "dim": 32, "batch": 1024, "zipf": 1.05, "sgd_lr": 0.05, "adam_lr": 0.01}
 SEED = 20240601
+
+
+def add_data_dir(parser):
+    """The ``--data-dir`` option of a benchmark: where the generated workloads are cached
+    between runs (one folder for every benchmark, so each is made once)."""
+    parser.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(),
+                                                           "nets-bench-data"),
+                        help="where generated data is cached between runs")
 
 
 def _path(data_dir, name):

@@ -96,3 +96,19 @@ def test_small_arrays_and_rules_that_are_not_data_use_the_global_stream(small_bl
         expected = nd.zeros(shape)
         nets.random.fill(("uniform", 0.5), expected.values)
         np.testing.assert_array_equal(arr.asnumpy(), expected.asnumpy())
+
+
+def test_a_module_gives_the_store_the_spec_only_while_the_drawn_value_stands(small_blocks):
+    """``init_optimizer`` hands a store the spec of a parameter ``init_params`` drew by
+    blocks only while nothing has written the array since (its version)."""
+    data = nets.sym.Variable("data")
+    weight = nets.sym.Variable("weight", shape=(11, 2))
+    mod = nets.mod.Module(nets.sym.dot(data, weight), data_names=["data"], label_names=[])
+    mod.bind(data_shapes=[("data", (3, 11))])
+    mod.init_params(init.Uniform(0.5))
+    array = mod._exec.arg_dict["weight"]
+    spec = mod._drawn_spec("weight", array)
+    assert spec is not None and spec[1] == (11, 2)
+    np.testing.assert_array_equal(generate(spec, 0, 11).asnumpy(), array.asnumpy())
+    array[:] = 1.0  # a write the module does not see
+    assert mod._drawn_spec("weight", array) is None

@@ -139,8 +139,9 @@ class Module(BaseModule):
         self._rows_pending = None  # prepare's pull of a batch's rows, until they are used
         self._step_pending = None  # update's push to the store, until the weights are used
         self._preload_states = None  # a states file for init_optimizer (Module.load)
-        # parameter name -> the spec nets.init.draw returned for its value, while nothing
-        # else wrote it: init_optimizer's store then makes the value from the spec
+        # parameter name -> (the spec nets.init.draw returned for its value, the array's
+        # version after the draw): while the version stands (nothing wrote the array since),
+        # init_optimizer's store makes the value from the spec
         self._drawn = {}
         self._data_shapes, self._label_shapes = [], []
         if compression_params is not None:
@@ -302,8 +303,14 @@ class Module(BaseModule):
                     init = specs[n].get("init") or initializer or init_mod.Uniform(0.01)
                     spec = init_mod.draw(init_mod.create(init), n, bound[n])
                     if spec is not None:
-                        self._drawn[n] = spec
+                        self._drawn[n] = spec, bound[n].version
         self.params_initialized = True
+
+    def _drawn_spec(self, name, array):
+        """The spec ``init_params`` drew parameter ``name`` from, when ``array`` holds that
+        draw still (its version unchanged), else None (the store gets the values)."""
+        drawn = self._drawn.get(name)
+        return drawn[0] if drawn is not None and drawn[1] == array.version else None
 
     def set_params(self, arg_params: dict[str, NDArray],
                    aux_params: dict[str, NDArray] | None = None,
@@ -407,9 +414,10 @@ class Module(BaseModule):
             store.set_optimizer(optimizer)
             if self._compression_params is not None:
                 store.set_gradient_compression(self._compression_params)
-            kv_training.init_values(store, [(i, self._exec.arg_dict[n]) for i, n in
+            args = self._exec.arg_dict
+            kv_training.init_values(store, [(i, args[n]) for i, n in
                                             enumerate(self._param_names)], True,
-                                    [self._drawn.get(n) for n in self._param_names])
+                                    [self._drawn_spec(n, args[n]) for n in self._param_names])
         self._drawn.clear()  # (updates write the parameters from now on)
         self.optimizer_initialized = True
         if self._preload_states is not None:
