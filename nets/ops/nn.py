@@ -9,7 +9,7 @@ from .. import random as _random
 from ..base import DEFAULT_DTYPE, FLOAT_DTYPES, DTypeError, NetsError, ShapeError, as_dtype
 from ..arrays.dense import NDArray
 from . import unary
-from .dot import _csr_dense_into, _matmul, dot
+from .dot import _csr_dense_into, _matmul, _product, dot
 from .elemwise import _sum_to, broadcast_mul, multiply
 from .indexing import _backward_take
 from .registry import REQUIRED, RECORDER, TRAINING, Op, same_shape
@@ -234,15 +234,23 @@ def _(node, g):
     data, weight, bias = node.inputs
     wants = node.parents  # None: a constant input, no gradient
     g = _through_act(node, as_dense(g))
-    d_data = (dot(g, weight, transpose_a=False, transpose_b=True)
+    d_data = (_vjp_dot(g, weight, False, True)
               if data.stype != "csr" and wants[0] is not None else None)
-    d_weight = (dot(data, g, transpose_a=True, transpose_b=False)
-                if wants[1] is not None else None)
+    d_weight = _vjp_dot(data, g, True, False) if wants[1] is not None else None
     d_bias = None
     if bias is not None and wants[2] is not None:
         d_bias = (NDArray(g.values.sum(axis=0), g.context) if RECORDER.get() is None
                   else _sum_to(g, shape=bias.shape))  # (a graph only when differentiated again)
     return d_data, d_weight, d_bias
+
+
+def _vjp_dot(a, b, transpose_a, transpose_b):
+    """``dot`` inside a vjp: the operator (recorded, differentiable again) under
+    ``create_graph``, else the implementation its operands' stypes select, called directly
+    (nothing to record, and the forward pass checked the operands)."""
+    if RECORDER.get() is None:
+        return _product(a, b, transpose_a, transpose_b)
+    return dot(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
 
 
 # -- Embedding ---------------------------------------------------------------------------------
@@ -378,7 +386,8 @@ unary.declare_vjp(Activation,
                   (lambda x, y, act_type: _activation(act_type).derivatives[0](x, y),))
 
 
-# The activations FullyConnected and _dot_bias apply themselves (``act_type``; see _FUSED_DOC).
+# The activations FullyConnected and _dot_bias apply themselves (``act_type``; see _FUSED_DOC):
+# each derivative is a formula of the output alone, bounded on it (no floating-point error).
 FUSABLE_ACTIVATIONS = frozenset({"relu", "sigmoid", "tanh"})
 
 
@@ -412,10 +421,10 @@ def _through_act(node, g):
     if act_type is None:
         return g
     derivative, y = _activation(act_type).derivatives[0], node.output(0)
-    if RECORDER.get() is None:
-        with np.errstate(all="ignore"):
-            d = derivative(y.values, y.values)
-            return NDArray(np.multiply(g.values, d).astype(g.dtype, copy=False), g.context)
+    if RECORDER.get() is None:  # (on an output of these activations no formula can
+        # overflow or divide by zero: no np.errstate needed)
+        d = derivative(y.values, y.values)
+        return NDArray(np.multiply(g.values, d).astype(g.dtype, copy=False), g.context)
     return g * derivative(y, y)
 
 
