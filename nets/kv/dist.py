@@ -106,7 +106,7 @@ class DistKVStore(KVStore):
         self._pool = Pool() if transport.available() else None
         self._near = _shares_memory(self._servers) if self._pool is not None else \
             [False] * len(self._servers)
-        self._links = _connect(self._servers, f"kv.create({name!r})")
+        self._links = _connect(self._servers, self._near, f"kv.create({name!r})")
         atexit.register(self._close)
         atexit.register(self._wait_pushes)  # (runs first: atexit runs last-in first-out)
 
@@ -161,15 +161,19 @@ class DistKVStore(KVStore):
         gets the large arrays through shared memory (``nets.kv.transport``; ``segments``
         are the call's), another in the channel's frame (``segments`` None)."""
         self._stats["calls"] += 1
-        self._stats["bytes_sent"] += _payload(args)
         if not self._near[server]:
-            return server, self._links[server].send(method, args), None
+            return server, self._sent(self._links[server].send(method, args)), None
         args, path, reply, segs = self._pool.request(args)
         try:
-            return server, self._links[server].send(method, args, path, reply), segs
+            return server, self._sent(self._links[server].send(method, args, path, reply)), segs
         except Exception:
             self._pool.discard(segs)
             raise
+
+    def _sent(self, reply):
+        """``reply`` (a sent request's), its request's bytes counted."""
+        self._stats["bytes_sent"] += reply.sent
+        return reply
 
     def _results(self, calls, what, copy=True, release=True):
         """The answers of ``calls`` (``_invoke``'s), in order; with ``copy=False`` the
@@ -181,10 +185,9 @@ class DistKVStore(KVStore):
             if self._pool is not None:
                 self._pool.discard(_segments(calls))
             raise
-        got = [answer if segs is None else self._pool.answer(answer, segs, copy, release)
-               for (_, _, segs), answer in zip(calls, got)]
-        self._stats["bytes_received"] += _payload(got)
-        return got
+        self._stats["bytes_received"] += sum(reply.received for _, reply, _ in calls)
+        return [answer if segs is None else self._pool.answer(answer, segs, copy, release)
+                for (_, _, segs), answer in zip(calls, got)]
 
     def _start(self, method, requests, args_of, servers=()):
         """One call of ``method`` per server, not waited for, with the list of that
@@ -634,23 +637,6 @@ class _Templates:
         return zeros(self._layouts[key].shape, dtype=dtype, stype=stype)
 
 
-def _payload(obj, seen=None):
-    """Bytes of the numpy arrays in ``obj`` (nested lists, tuples and dicts), each array
-    counted once (a call carries an array met twice once): what a call carries besides
-    its few scalars and Ray's own framing."""
-    seen = set() if seen is None else seen
-    if isinstance(obj, np.ndarray):
-        if id(obj) in seen:
-            return 0
-        seen.add(id(obj))
-        return obj.nbytes
-    if isinstance(obj, (list, tuple)):
-        return sum(_payload(o, seen) for o in obj)
-    if isinstance(obj, dict):
-        return sum(_payload(o, seen) for o in obj.values())
-    return 0
-
-
 def _digest(array):
     """SHA-256 of a dense or row_sparse array's type, shape and buffers."""
     h = hashlib.sha256(repr((array.stype, str(array.dtype), tuple(array.shape))).encode())
@@ -673,12 +659,23 @@ def _shares_memory(servers):
                                          for i, s in enumerate(servers)], "kv.create")]
 
 
-def _connect(servers, what):
+def _connect(servers, near, what):
     """A ``Link`` (``nets.kv.channel``) to each of ``servers``, whose waits end after
-    ``NETS_KV_TIMEOUT`` plus ``MARGIN``."""
+    ``NETS_KV_TIMEOUT`` plus ``MARGIN``: to its Unix socket when it is ``near`` (shares
+    this machine's memory) and has one, else (or when that socket is out of reach: another
+    network namespace) to its TCP port."""
     got = gather([(i, s.channel.remote()) for i, s in enumerate(servers)], what)
     limit = timeout() + MARGIN
-    return [Link(i, (host, port), secret, limit) for i, (host, port, secret) in enumerate(got)]
+    links = []
+    for i, (host, port, secret, local) in enumerate(got):
+        if near[i] and local is not None:
+            try:
+                links.append(Link(i, local, secret, limit))
+                continue
+            except NetsError:
+                pass
+        links.append(Link(i, (host, port), secret, limit))
+    return links
 
 
 def _cut_state(state, lo, hi):

@@ -10,7 +10,7 @@ import numpy as np
 from ..base import NetsError
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n
-from ..ops.sparse_ops import stored_rows, unique_rows
+from ..ops.sparse_ops import unique_rows
 from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
@@ -19,13 +19,25 @@ from ..optim import Updater, load_states, save_states
 __all__ = ["LocalKVStore"]
 
 
+def row_positions(value, rows):
+    """``(positions, held)``: of rows ``rows`` (sorted unique int64 ids in range, which the
+    caller checked or built: ``unique_rows``' result, a row_sparse array's indices) of a
+    store's ``value``, those it holds (``held``: all of them, unless a row_sparse value
+    lacks some) and where they lie in ``value.values``."""
+    if value.stype != "row_sparse" or len(value.index_array) == value.shape[0]:
+        return rows, rows  # (every row held, in order: row k at position k)
+    have = value.index_array
+    pos = np.searchsorted(have, rows)
+    hit = pos < len(have)
+    hit[hit] = have[pos[hit]] == rows[hit]
+    return (pos, rows) if hit.all() else (pos[hit], rows[hit])
+
+
 def rows_of(value, rows):
-    """Rows ``rows`` (sorted unique int64 ids in range, which the caller checked or built:
-    ``unique_rows``' result, a row_sparse array's indices) of a store's ``value``, copied
-    into a row_sparse array (rows a row_sparse value does not hold stay absent)."""
-    if value.stype == "row_sparse":
-        return stored_rows(value, rows)
-    return RowSparseNDArray(np.take(value.values, rows, axis=0), rows, value.shape,
+    """Rows ``rows`` (as for ``row_positions``) of a store's ``value``, copied into a
+    row_sparse array (rows a row_sparse value does not hold stay absent)."""
+    pos, held = row_positions(value, rows)
+    return RowSparseNDArray(np.take(value.values, pos, axis=0), held, value.shape,
                             value.context)
 
 

@@ -16,6 +16,7 @@ arrival. Every wait ends after ``timeout`` seconds with a ``NetsError`` naming t
 that did not arrive.
 """
 import asyncio
+import gc
 import secrets
 
 import numpy as np
@@ -23,12 +24,12 @@ import numpy as np
 from ..base import NetsError
 from ..arrays import aligned
 from ..arrays.dense import NDArray
-from ..arrays.row_sparse import RowSparseNDArray
+from ..ops.sparse_ops import as_row_ids, unique_rows
 from ..optim import Record, Updater
 from . import channel
-from .local import LocalKVStore, rows_of
+from .local import LocalKVStore, row_positions, rows_of
 from .shard import generate, pack, unpack
-from .transport import Maps
+from .transport import Maps, Rows
 
 __all__ = ["Server", "Coordinator", "pack_tree", "unpack_tree"]
 
@@ -104,6 +105,21 @@ def _asked(result, ask):
     return indices, ("row_sparse", data[hit], indices, shape)
 
 
+def _gathered(packed):
+    """A packed row_sparse array whose values are ``transport.Rows``, with those rows
+    gathered into an array of their own."""
+    stype, rows, indices, shape = packed
+    return stype, rows.array(), indices, shape
+
+
+def _sorted_rows(ids, n):
+    """``ids`` as int64 row ids of a shard of ``n`` rows, checked (a ``NetsError`` names a
+    bad one), sorted and unique: as a worker sends them (``Layout.route``), or made so."""
+    rows = as_row_ids(ids, n, "row_sparse_pull", "row_ids").reshape(-1)
+    return rows if np.all(rows[1:] > rows[:-1]) else unique_rows(rows, n, "row_sparse_pull",
+                                                                  "row_ids")
+
+
 def _missing(arrived, num_workers):
     return sorted(set(range(num_workers)) - set(arrived))
 
@@ -114,7 +130,7 @@ class Server:
     def __init__(self, index, num_workers, timeout):
         self.index = index
         self.maps = Maps()
-        self._channel = None  # the future of (host, port, secret, listener) once asked
+        self._channel = None  # once asked: the future of _listen's answer
         self.reset(num_workers, timeout)
 
     def reset(self, num_workers, timeout):
@@ -132,22 +148,30 @@ class Server:
     CHANNEL = frozenset({"init", "push", "pull", "pushpull", "step"})
     # the methods whose answer holds views of the held values, for ``call``, whose answer
     # is copied out (into its reply segment or its frame) before any other call runs
-    VIEWS = {"pull": "_values", "pushpull": "_pushed_values"}
+    VIEWS = {"pull": "_values", "pushpull": "_pushed_values", "step": "_step_views"}
 
     async def channel(self):
-        """``(host, port, secret)`` of this server's channel (``nets.kv.channel``), opened
-        at the first ask on the address Ray reaches this node by: a worker connects there
-        and sends ``secret`` first."""
+        """``(host, port, secret, local)`` of this server's channel (``nets.kv.channel``),
+        opened at the first ask on the address Ray reaches this node by and, for the
+        workers of this machine, on the Unix socket named ``local`` (None where there is
+        none: ``channel.listen_local``): a worker connects to one and sends ``secret``
+        first."""
         if self._channel is None:  # (opened once, however many workers ask at once)
             self._channel = asyncio.ensure_future(self._listen())
-        return (await self._channel)[:3]
+        return (await self._channel)[:4]
 
     async def _listen(self):
+        """``(host, port, secret, local, (the listening asyncio servers))``."""
         import ray  # (only an actor, which runs in Ray, opens a channel)
+        # The actor's process is the server's own: what it has loaded (Ray, nets) moves
+        # out of the cyclic collector's reach, whose full passes would otherwise scan all
+        # of it in the middle of a round, every worker waiting.
+        gc.freeze()
         host = ray.util.get_node_ip_address()
         secret = secrets.token_hex(32)
         listener = await channel.listen(self.call, host, secret)
-        return host, listener.sockets[0].getsockname()[1], secret, listener
+        name, local = await channel.listen_local(self.call, secret) or (None, None)
+        return host, listener.sockets[0].getsockname()[1], secret, name, (listener, local)
 
     async def call(self, method, args, path, reply):
         """``method(*args)`` (one of ``CHANNEL``) for a worker. A worker on this machine
@@ -346,23 +370,32 @@ class Server:
         ``(key, local_ids, pushes)`` count this call's pushes, so the rows are those after
         them (under ``dist_sync``: after their rounds). Returns ``(the push's answer, the
         rows)``."""
+        changed, rows = await self._step_views(rank, items, hyper, asks, pulls)
+        return changed, [_gathered(packed) for packed in rows]
+
+    async def _step_views(self, rank, items, hyper, asks, pulls):
+        """``step``'s answer, its rows' values ``transport.Rows`` (``_row_views``)."""
         changed = await self.push(rank, items, hyper, True, asks) if items else []
-        return changed, await self.pull_rows(rank, pulls) if pulls else []
+        return changed, await self._row_views(rank, pulls) if pulls else []
 
     async def pull_rows(self, rank, items):
         """For each ``(key, local_ids, pushes)`` of ``items`` (sorted unique shard-local
         ids), those rows of ``key``'s shard, packed row_sparse, answered once the first
         ``pushes`` pushes of ``key`` by worker ``rank`` are applied (``_after``)."""
+        return [_gathered(packed) for packed in await self._row_views(rank, items)]
+
+    async def _row_views(self, rank, items):
+        """``pull_rows``' answer, its packed values ``transport.Rows`` of the held values
+        (gathered where ``call`` writes the answer: into its reply segment or frame)."""
         for key, _, pushes in items:
             await self._after("row_sparse_pull", rank, key, pushes)
         out = []
         for key, local_ids, _ in items:
             value = self.store._known(key, "row_sparse_pull")
-            shape = tuple(value.shape)
-            o = RowSparseNDArray(np.zeros((0,) + shape[1:], value.dtype),
-                                 np.zeros(0, np.int64), shape)
-            self.store.row_sparse_pull(key, out=o, row_ids=NDArray(np.asarray(local_ids)))
-            out.append(pack(o, copy=False))  # (o is this answer's own)
+            rows = _sorted_rows(local_ids, value.shape[0])
+            positions, held = row_positions(value, rows)
+            out.append(("row_sparse", Rows(value.values, positions), held,
+                        tuple(value.shape)))
         return out
 
     def get_states(self, keys):

@@ -2,10 +2,12 @@
 
 A key of ``bound`` elements or more (``NETS_KV_BIGARRAY_BOUND``, default 1,000,000:
 MXNet's ``MXNET_KVSTORE_BIGARRAY_BOUND``) is split by contiguous row ranges over the
-servers; a smaller key lives whole on one server, chosen by a hash of the key's text that
-every process computes alike (``zlib.crc32``, not Python's salted ``hash``). A shard is an
-array of the key's type holding rows ``[lo, hi)`` with local row ids ``0 .. hi-lo-1``, so
-a server applies the same optimizer kernels to it as a local store to a whole key.
+servers; a smaller key lives whole on one server that every process computes alike: an int
+key on server ``key * 9973 % servers`` (MXNet's rule: consecutive keys, a model's
+parameters, go to different servers), any other key by a hash of its text (``zlib.crc32``,
+not Python's salted ``hash``). A shard is an array of the key's type holding rows ``[lo,
+hi)`` with local row ids ``0 .. hi-lo-1``, so a server applies the same optimizer kernels
+to it as a local store to a whole key.
 
 A key initialized on the servers from a spec (``init(key, shape=..., init=...)``, or a
 parameter ``Module.init_params`` drew by row blocks, ``nets.init.draw``) is made by
@@ -50,7 +52,7 @@ class Layout:
             self.parts = [(s, cuts[s], cuts[s + 1]) for s in range(num_servers)
                           if cuts[s + 1] > cuts[s]]
         else:
-            self.parts = [(zlib.crc32(repr(key).encode()) % num_servers, 0, rows)]
+            self.parts = [(_home(key, num_servers), 0, rows)]
 
     @property
     def whole(self):
@@ -64,6 +66,13 @@ class Layout:
             a, b = np.searchsorted(rows, [lo, hi])
             out.append((server, lo, rows[a:b] - lo))
         return out
+
+
+def _home(key, num_servers):
+    """The server of a key kept whole (see the module's docstring)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return int(key) * 9973 % num_servers
+    return zlib.crc32(repr(key).encode()) % num_servers
 
 
 def pack(array, copy=True):

@@ -12,7 +12,8 @@ files of the shared-memory file system (``/dev/shm``, mode 0600, names
   server views them in place (``Maps.unstage``) during the call;
 - the worker names a second segment for the answer; the server writes the answer's large
   arrays there (growing the file when it is too small: ``Maps.stage_into``) and answers the
-  message with ``Staged`` entries, which the worker reads back (``Pool.answer``).
+  message with ``Staged`` entries, which the worker reads back (``Pool.answer``). An
+  answer's ``Rows`` entry (rows of a held array) is gathered straight into the segment.
 
 A segment is the worker's: it is busy from the call until the worker has read the answer
 (then reused by later calls, its pages already allocated), and removed when the call
@@ -24,6 +25,7 @@ frames.
 """
 import atexit
 import contextlib
+import math
 import mmap
 import os
 import secrets
@@ -33,9 +35,11 @@ import numpy as np
 
 from ..arrays import aligned
 
-__all__ = ["STAGE_BYTES", "Staged", "Pool", "Maps", "available", "is_segment"]
+__all__ = ["STAGE_BYTES", "Staged", "Rows", "Pool", "Maps", "available", "is_segment"]
 
-STAGE_BYTES = 64 * 1024  # arrays from this size go through the segments
+# Arrays from this size go through the segments; smaller ones ride in the channel's frame,
+# which then stays small enough for one system call on each side.
+STAGE_BYTES = 4096
 FOLDER = "/dev/shm"
 PREFIX = "nets-kv-"
 _ALIGN = 64
@@ -43,12 +47,43 @@ _ALIGN = 64
 
 class Staged:
     """Where a staged array lies in its segment: ``offset`` (bytes), ``shape``, ``dtype``
-    (numpy's dtype string)."""
+    (numpy's dtype string); ``nbytes``, its size."""
 
     __slots__ = ("offset", "shape", "dtype")
 
     def __init__(self, offset, shape, dtype):
         self.offset, self.shape, self.dtype = offset, shape, dtype
+
+    @property
+    def nbytes(self):
+        """The staged array's size in bytes."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+class Rows:
+    """Rows ``positions`` of the numpy array ``source`` (``np.take(source, positions,
+    axis=0)``; positions valid, the caller checked them), gathered only where the answer
+    carrying them is written: straight into a reply segment (``Maps.stage_into``), or
+    into the channel's frame (``array()``). ``source`` must not change until then."""
+
+    __slots__ = ("source", "positions", "shape", "dtype", "nbytes")
+
+    def __init__(self, source, positions):
+        self.source, self.positions = source, positions
+        self.shape = (len(positions),) + source.shape[1:]
+        self.dtype = source.dtype
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+
+    def write(self, out):
+        """Gather the rows into ``out`` (an array of this shape and dtype)."""
+        # (mode "clip": "raise" would gather into a buffer first, then copy it into out)
+        np.take(self.source, self.positions, axis=0, out=out, mode="clip")
+
+    def array(self):
+        """The rows as an aligned array of their own."""
+        out = aligned.empty(self.shape, self.dtype)
+        self.write(out)
+        return out
 
 
 def available():
@@ -74,13 +109,14 @@ def _walk(obj, leaf):
 
 
 def _big(obj):
-    return isinstance(obj, np.ndarray) and obj.nbytes >= STAGE_BYTES and not obj.dtype.hasobject
+    return (isinstance(obj, Rows) or isinstance(obj, np.ndarray) and not obj.dtype.hasobject) \
+        and obj.nbytes >= STAGE_BYTES
 
 
 def _stage(obj):
-    """``(obj with each large array replaced by a Staged entry, [(offset, array)], total
-    bytes)``: the arrays laid out one after another, each aligned (an array met twice
-    is laid out once), in one pass over ``obj``."""
+    """``(obj with each large array or ``Rows`` entry replaced by a Staged entry, [(offset,
+    array or Rows)], total bytes)``: the arrays laid out one after another, each aligned (an
+    array met twice is laid out once), in one pass over ``obj``."""
     arrays, offsets, total = [], {}, 0
 
     def put(o):
@@ -97,9 +133,13 @@ def _stage(obj):
 
 
 def _copy_in(buf, arrays):
-    """Write ``_stage``'s ``[(offset, array)]`` into ``buf``."""
+    """Write ``_stage``'s ``[(offset, array or Rows)]`` into ``buf``."""
     for at, o in arrays:
-        np.copyto(np.frombuffer(buf, o.dtype, o.size, at).reshape(o.shape), o)
+        out = np.frombuffer(buf, o.dtype, o.nbytes // o.dtype.itemsize, at).reshape(o.shape)
+        if isinstance(o, Rows):
+            o.write(out)
+        else:
+            np.copyto(out, o)
 
 
 def _read(obj, mapping, copy=True):
@@ -146,7 +186,10 @@ class _Segment:
 
     def remove(self):
         if self.map is not None:
-            self.map.close()
+            try:
+                self.map.close()
+            except BufferError:  # arrays still view it: unmapped once the last one goes
+                pass
             self.map = None
         os.close(self.fd)
         try:

@@ -19,7 +19,7 @@ from nets.kv import channel
 from nets.kv.channel import HEAD, ChannelError, Link
 from nets.kv.server import Server
 from nets.kv.shard import pack
-from nets.kv.transport import FOLDER, Staged
+from nets.kv.transport import FOLDER, Rows, Staged
 
 SECRET = "0123abcd" * 8
 
@@ -49,6 +49,13 @@ def test_a_frame_carries_nested_values_exactly_and_an_array_met_twice_once():
     staged = got[9]
     assert isinstance(staged, Staged) and (staged.offset, staged.shape, staged.dtype) == \
         (128, (2, 3), "<f4")
+
+
+def test_rows_of_an_array_travel_in_a_frame_as_the_array_of_those_rows():
+    table = np.random.default_rng(2).standard_normal((50, 4)).astype(np.float32)
+    positions = np.array([7, 0, 49, 7])
+    got = _roundtrip(["rows", Rows(table, positions)])
+    np.testing.assert_array_equal(got[1], table[positions])
 
 
 def test_a_frame_refuses_what_it_cannot_carry_and_a_malformed_one_is_an_error():
@@ -155,6 +162,23 @@ def test_a_wrong_secret_or_a_malformed_frame_closes_only_that_connection(served)
     assert raw.recv(1) == b""  # closed before anything is allocated for it
     raw.close()
     assert served.link().send("pull", [0, []]).get("pull") == []  # others are served
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's abstract sockets")
+def test_a_worker_of_the_servers_machine_reaches_it_on_its_unix_socket(served):
+    name, local = asyncio.run_coroutine_threadsafe(
+        channel.listen_local(served.server.call, SECRET), served.loop).result(5)
+    try:
+        assert name.startswith("\0nets-kv-")
+        link = Link(0, name, SECRET, 5.0)
+        assert link._sock.family == socket.AF_UNIX
+        big = np.random.default_rng(3).standard_normal((300, 100)).astype(np.float32)
+        link.send("init", [[(5, pack(nets.nd.array(big)))]]).get("init")
+        np.testing.assert_array_equal(link.send("pull", [0, [(5, 0)]]).get("pull")[0], big)
+        with pytest.raises(NetsError, match="server 0 of the distributed store is dead"):
+            Link(0, name, "f" * 64, 5.0).send("pull", [0, []]).get("pull")
+    finally:
+        served.loop.call_soon_threadsafe(local.close)
 
 
 def test_a_silent_server_is_a_timeout_error_not_a_hang(served):

@@ -17,7 +17,7 @@ def _rsp(dense):
     return nets.nd.array(dense).tostype("row_sparse")
 
 
-def test_layout_splits_big_keys_by_rows_and_places_small_keys_by_a_stable_hash():
+def test_layout_splits_big_keys_by_rows_and_places_small_keys_by_a_stable_rule():
     big = Layout(7, (10, 3), 3, bound=30)
     assert big.parts == [(0, 0, 3), (1, 3, 6), (2, 6, 10)]
     assert not big.whole
@@ -26,9 +26,12 @@ def test_layout_splits_big_keys_by_rows_and_places_small_keys_by_a_stable_hash()
         (0, 0, [0, 2]), (1, 3, [0]), (2, 6, [3])]
     small = Layout(7, (10, 3), 3, bound=31)
     assert small.whole and small.parts[0][1:] == (0, 10)
-    # the same server in every process: zlib.crc32 of the key's text, not Python's hash
+    # the same server in every process: an int key's MXNet rule, spreading consecutive
+    # keys over the servers; zlib.crc32 of any other key's text, not Python's hash
+    assert small.parts[0][0] == 7 * 9973 % 3
+    assert [Layout(k, (4,), 3, bound=31).parts[0][0] for k in range(6)] == [0, 1, 2, 0, 1, 2]
     import zlib
-    assert small.parts[0][0] == zlib.crc32(b"7") % 3
+    assert Layout("w7", (4,), 3, bound=31).parts[0][0] == zlib.crc32(b"'w7'") % 3
     assert Layout("w", (2, 2), 4, bound=1).parts == [(1, 0, 1), (3, 1, 2)]  # rows < servers
     assert Layout(1, (), 2, bound=1).whole  # a scalar is never split
 

@@ -46,6 +46,23 @@ def test_a_call_round_trips_its_large_arrays_and_keeps_small_ones_in_the_message
         pool.close()
 
 
+def test_an_answers_rows_are_gathered_straight_into_the_reply_segment():
+    pool, maps = Pool(), Maps()
+    try:
+        table = _big(5, rows=2000)
+        few, many = np.array([4, 1]), np.arange(1999, 0, -9)
+        rows = transport.Rows(table, many)
+        assert rows.nbytes >= STAGE_BYTES > transport.Rows(table, few).nbytes
+        _, _, reply, segs = pool.request(([],))
+        answer = maps.stage_into([rows, transport.Rows(table, few)], reply)
+        assert isinstance(answer[0], transport.Staged)
+        assert isinstance(answer[1], transport.Rows)  # (a small one: the frame gathers it)
+        back = pool.answer(answer, segs)
+        np.testing.assert_array_equal(back[0], table[many])
+    finally:
+        pool.close()
+
+
 def test_a_dropped_owner_removes_its_segments_and_close_removes_every_file():
     pool = Pool()
     args, path, reply, segs = pool.request(([_big(2)],))
