@@ -9,7 +9,7 @@ from .. import random as _random
 from ..base import DEFAULT_DTYPE, FLOAT_DTYPES, DTypeError, NetsError, ShapeError, as_dtype
 from ..arrays.dense import NDArray
 from . import unary
-from .dot import _csr_dense_into, _matmul, _product, dot
+from .dot import _csr_dense_into, _matmul, dot
 from .elemwise import _sum_to, broadcast_mul, multiply
 from .indexing import _backward_take
 from .registry import REQUIRED, RECORDER, TRAINING, Op, same_shape
@@ -245,12 +245,13 @@ def _(node, g):
 
 
 def _vjp_dot(a, b, transpose_a, transpose_b):
-    """``dot`` inside a vjp: the operator (recorded, differentiable again) under
-    ``create_graph``, else the implementation its operands' stypes select, called directly
-    (nothing to record, and the forward pass checked the operands)."""
+    """``dot`` inside a vjp: the operator call (recorded, differentiable again) under
+    ``create_graph``, else its computation alone (``Op.compute``: no argument binding and
+    nothing to record; the forward pass checked the operands)."""
+    attrs = {"transpose_a": transpose_a, "transpose_b": transpose_b, "forward_stype": None}
     if RECORDER.get() is None:
-        return _product(a, b, transpose_a, transpose_b)
-    return dot(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+        return dot.compute((a, b), attrs)[0]
+    return dot(a, b, **attrs)
 
 
 # -- Embedding ---------------------------------------------------------------------------------
