@@ -12,6 +12,7 @@ import atexit
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 import threading
 
@@ -114,5 +115,5 @@ def watch_parent():
     parent's pipe) closes, i.e. when the parent ends, however it ends."""
     def watch():
         sys.stdin.buffer.read()  # returns at end of file
-        os._exit(0)
+        os.kill(os.getpid(), signal.SIGKILL)  # (now, whatever the main thread is doing)
     threading.Thread(target=watch, daemon=True).start()

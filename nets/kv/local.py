@@ -10,7 +10,7 @@ import numpy as np
 from ..base import NetsError
 from ..arrays.row_sparse import RowSparseNDArray
 from ..ops import add_n
-from ..ops.sparse_ops import unique_rows
+from ..ops.sparse_ops import stored_positions, unique_rows
 from .base import KVStore, Pending, register
 from .compression import from_params
 from .shard import generate
@@ -24,13 +24,9 @@ def row_positions(value, rows):
     caller checked or built: ``unique_rows``' result, a row_sparse array's indices) of a
     store's ``value``, those it holds (``held``: all of them, unless a row_sparse value
     lacks some) and where they lie in ``value.values``."""
-    if value.stype != "row_sparse" or len(value.index_array) == value.shape[0]:
-        return rows, rows  # (every row held, in order: row k at position k)
-    have = value.index_array
-    pos = np.searchsorted(have, rows)
-    hit = pos < len(have)
-    hit[hit] = have[pos[hit]] == rows[hit]
-    return (pos, rows) if hit.all() else (pos[hit], rows[hit])
+    if value.stype == "row_sparse":
+        return stored_positions(value, rows)
+    return rows, rows  # (a dense value holds every row, row k at position k)
 
 
 def rows_of(value, rows):

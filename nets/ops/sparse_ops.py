@@ -155,6 +155,21 @@ def _retain_rows(data, indices):
     return stored_rows(data, unique_rows(ids, data.shape[0], "retain", "indices"))
 
 
+def stored_positions(data, rows):
+    """``(positions, held)``: of the rows ``rows`` of row_sparse ``data``, those it stores
+    (``held``, a sub-array of ``rows``; ``rows`` itself when it stores all of them) and
+    their positions in ``data.values``. ``rows`` as for ``stored_rows``. One binary search
+    of ``rows`` among the stored ids, none when ``data`` stores every row (its sorted
+    unique ids are then ``0 .. n-1``)."""
+    have = data.index_array
+    if len(have) == data.shape[0]:
+        return rows, rows
+    pos = np.searchsorted(have, rows)
+    hit = pos < len(have)
+    hit[hit] = have[pos[hit]] == rows[hit]
+    return (pos, rows) if hit.all() else (pos[hit], rows[hit])
+
+
 def stored_rows(data, rows):
     """The rows ``rows`` of row_sparse ``data`` that it stores, copied into a new row_sparse
     array of ``data``'s shape (``retain`` without its checks).
@@ -163,17 +178,8 @@ def stored_rows(data, rows):
     result, or the indices of a row_sparse array (valid by construction). Callers that
     built them that way (the stores, ``retain``) pass them without a second check; the
     result may share ``rows`` as its indices (index buffers are never written in place).
-    One binary search of ``rows`` among the stored ids (none when ``data`` stores every
-    row: its sorted unique ids are then ``0 .. n-1``) and one gather."""
-    have = data.index_array
-    if len(have) == data.shape[0]:
-        pos = rows
-    else:
-        pos = np.searchsorted(have, rows)
-        hit = pos < len(have)
-        hit[hit] = have[pos[hit]] == rows[hit]
-        if not hit.all():
-            pos, rows = pos[hit], rows[hit]
+    ``stored_positions`` finds them; then one gather."""
+    pos, rows = stored_positions(data, rows)
     return RowSparseNDArray(np.take(data.values, pos, axis=0), rows, data.shape, data.context)
 
 

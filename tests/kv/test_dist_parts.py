@@ -290,6 +290,31 @@ def test_server_states_round_trip_and_rows():
         _pull(server, 5)
 
 
+@pytest.mark.parametrize("stype", ["default", "row_sparse"])
+@pytest.mark.parametrize("density", [0.0, 0.4, 1.0])
+def test_a_pull_of_rows_answers_the_held_rows_of_any_ids_as_the_dense_value(stype, density):
+    """The rows a server answers (gathered where the answer is written: ``Rows``) against
+    the dense value: ids in any order, repeated, sorted or not; a row_sparse shard answers
+    only the asked rows it holds; an id out of range is a ``NetsError`` naming it."""
+    rng = np.random.default_rng(int(density * 10) + len(stype))
+    dense = rng.standard_normal((40, 3)).astype(np.float32)
+    dense[rng.random(40) >= density] = 0
+    value = nets.nd.array(dense)
+    held = np.arange(40)
+    if stype == "row_sparse":
+        value = value.tostype("row_sparse")
+        held = value.indices.asnumpy()
+    server = Server(0, num_workers=1, timeout=5)
+    server.init([(0, pack(value))])
+    for ids in (np.arange(40), rng.integers(0, 40, 25), np.sort(rng.choice(40, 12, False))):
+        got = unpack(_run_one(server.pull_rows(0, [(0, ids, 0)]))[0])
+        want = np.intersect1d(np.unique(ids), held)
+        np.testing.assert_array_equal(got.indices.asnumpy(), want)
+        np.testing.assert_array_equal(got.data.asnumpy(), dense[want])
+    with pytest.raises(NetsError, match="40"):
+        _run_one(server.pull_rows(0, [(0, np.array([3, 40]), 0)]))
+
+
 def _rows(server, rank, key, ids, pushes):
     return server.pull_rows(rank, [(key, np.array(ids), pushes)])
 

@@ -216,6 +216,27 @@ def test_activations_fuse_into_the_layer_that_feeds_them(make, ops):
         assert np.array_equal(g0[k].asnumpy(), g1[k].asnumpy()), k
 
 
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+def test_a_fused_activations_gradient_at_saturated_inputs_warns_of_nothing(act):
+    """Pre-activations of +-1e4, 0 and 1: a fused activation's derivative is a formula of
+    its output, bounded there, so its backward runs under no ``np.errstate`` and must
+    raise no floating-point warning; gradients equal the imperative ones."""
+    def build():
+        net = L.Dense(3, in_units=2, activation=act)
+        net.initialize(nets.init.Constant(1.0))
+        return net
+    x = nets.nd.array(np.array([[1e4, 0], [-1e4, 0], [0, 0], [0.5, 0.5]], np.float32))
+    net, hybrid = build(), build()
+    hybrid.hybridize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y0, g0 = _run(net, x)
+        y1, g1 = _run(hybrid, x)
+    assert np.array_equal(y0.asnumpy(), y1.asnumpy())
+    for k in g0:
+        assert np.array_equal(g0[k].asnumpy(), g1[k].asnumpy()), k
+
+
 class _Dots(L.HybridBlock):
     """Matrix factorization's score: the sum of the product of two embeddings (``mul``: the
     product's operator; ``twice``: the product also read by another step)."""

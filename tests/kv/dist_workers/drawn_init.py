@@ -17,14 +17,10 @@ import sys
 import numpy as np
 
 import nets
-from csr_batches import batches
+from csr_batches import batches, bound_module, rows_of
 from nets.random import BLOCK_ROWS
 
 FEATURES, BATCH, STEPS = BLOCK_ROWS + 4_464, 6, 4  # two row blocks
-
-
-def rows_of(batch):
-    return {"weight": batch.data[0].indices}
 
 
 def train(kv, out_dir, rank):
@@ -35,10 +31,7 @@ def train(kv, out_dir, rank):
     bias = nets.sym.Variable("bias", shape=(1,))
     out = nets.sym.broadcast_add(nets.sym.sparse.dot(data, weight)
                                  + nets.sym.sparse.dot(data, table), bias)
-    model = nets.sym.LogisticRegressionOutput(out, nets.sym.Variable("softmax_label"))
-    mod = nets.mod.Module(model, data_names=["data"], label_names=["softmax_label"])
-    mod.bind(data_shapes=[("data", (BATCH, FEATURES))],
-             label_shapes=[("softmax_label", (BATCH,))])
+    mod = bound_module(out, FEATURES, BATCH)
     nets.random.seed(5)
     mod.init_params(nets.init.Uniform(0.3))
     kv.reset_stats()

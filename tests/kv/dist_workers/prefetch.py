@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import nets
-from csr_batches import batches
+from csr_batches import batches, bound_module, rows_of
 
 FEATURES, BATCH, STEPS = 50, 6, 6
 
@@ -27,19 +27,12 @@ def module(kv):
     weight = nets.sym.Variable("weight", shape=(FEATURES, 1), stype="row_sparse")
     bias = nets.sym.Variable("bias", shape=(1,))
     out = nets.sym.broadcast_add(nets.sym.sparse.dot(data, weight), bias)
-    model = nets.sym.LogisticRegressionOutput(out, nets.sym.Variable("softmax_label"))
-    mod = nets.mod.Module(model, data_names=["data"], label_names=["softmax_label"])
-    mod.bind(data_shapes=[("data", (BATCH, FEATURES))],
-             label_shapes=[("softmax_label", (BATCH,))])
+    mod = bound_module(out, FEATURES, BATCH)
     nets.random.seed(3)
     mod.init_params(nets.init.Uniform(0.3))
     mod.init_optimizer(kvstore=kv, optimizer="adam",
                        optimizer_params=(("learning_rate", 0.1), ("lazy_update", True)))
     return mod
-
-
-def rows_of(batch):
-    return {"weight": batch.data[0].indices}
 
 
 def train(kv, mode, out_dir):
