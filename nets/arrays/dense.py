@@ -18,6 +18,12 @@ from . import aligned
 
 _CPU = cpu()
 
+# Writes through nets to any array: ``WRITES[0]`` counts them all, so "no array was
+# written since" is one comparison of this count, and an array's ``last_write`` (the count
+# its latest write made) tells whether it was written since a given count (autograd's
+# check before running a vjp).
+WRITES = [0]
+
 
 class NDArray:
     """A dense array on a device (only the CPU today).
@@ -33,11 +39,12 @@ class NDArray:
     # using it (attach_grad, grad, backward) are installed by nets.autograd.
     _grad_slot = None  # a leaf's GradSlot (nets.autograd.slot)
     _node = None  # the autograd node that produced this array, if recorded
-    # Version counter: ``[n]``, shared by an array and the views ``detach()`` and
+    # Version counter: ``[n, w]``, shared by an array and the views ``detach()`` and
     # ``x[key]`` make of it, bumped by every write through ``x[key] = v`` (and so by
-    # in-place arithmetic, ``copyto`` and ``out=``). Autograd records the versions of a
-    # node's arrays and refuses to differentiate through one written since. None until
-    # the array is first viewed or written (version 0).
+    # in-place arithmetic, ``copyto`` and ``out=``): ``n`` writes, the latest of which
+    # made ``WRITES[0]`` ``w``. Autograd refuses to differentiate through a node's array
+    # written after the node was recorded. None until the array is first viewed or
+    # written (version 0).
     _versions = None
 
     def __init__(self, data, ctx=None):
@@ -150,24 +157,33 @@ class NDArray:
     @property
     def version(self):
         """How many times this array's memory was written through nets since it was
-        created (counting writes through its views); autograd compares it with the
-        version an operator recorded."""
+        created (counting writes through its views)."""
         v = self._versions
         return 0 if v is None else v[0]
 
+    @property
+    def last_write(self):
+        """The count of writes to all arrays (``WRITES[0]``) that the latest write to this
+        array's memory through nets made (0 when never written): autograd compares it with
+        the count when an operator was recorded."""
+        v = self._versions
+        return 0 if v is None else v[1]
+
     def _bump_version(self):
+        WRITES[0] += 1
         v = self._versions
         if v is None:
-            self._versions = [1]
+            self._versions = [1, WRITES[0]]
         else:
             v[0] += 1
+            v[1] = WRITES[0]
 
     def _view(self, data):
         """A new array over ``data``, a view of this array's memory, sharing its version."""
         out = NDArray(data, self._ctx)
         v = self._versions
         if v is None:
-            v = self._versions = [0]
+            v = self._versions = [0, 0]
         out._versions = v
         return out
 

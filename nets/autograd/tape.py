@@ -14,6 +14,7 @@ the last output frees its graph at once, without waiting for the cycle collector
 import itertools
 
 from ..base import RECORDER, TRAINING, NetsError
+from ..arrays.dense import WRITES
 from ..ops.registry import Op, take_saved
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -28,28 +29,33 @@ class Node:
     ``parents[i]`` says where the gradient of ``inputs[i]`` goes: ``(node, k)`` for
     output ``k`` of a recorded node, the array itself for a leaf, None for a
     constant. ``seq`` increases with creation, so it orders nodes topologically.
-    ``versions`` holds the ``version`` of each input and output when recorded: the vjp
-    reads their values, so the engine refuses to run it once one was written since
-    (``check_versions``). ``saved`` holds what the operator's implementation kept for the
+    ``writes`` is the count of writes to all arrays (``WRITES``) when the node was
+    recorded: the vjp reads the values of the inputs and outputs, so the engine refuses to
+    run it once one of them was written since (its ``last_write`` is above ``writes``,
+    ``check_versions``). ``saved`` holds what the operator's implementation kept for the
     vjp (``ops.registry.save_for_backward``; None when it kept nothing): per-call state lives
     on the node, and goes with it. ``free()`` drops everything; a freed node has ``parents
     is None``.
     """
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "versions", "saved")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "parents", "seq", "writes", "saved")
 
-    def __init__(self, op, inputs, attrs, outputs, parents, versions, saved=None):
+    def __init__(self, op, inputs, attrs, outputs, parents, writes, saved=None):
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.outputs, self.parents, self.seq = outputs, parents, next(_SEQ)
-        self.versions, self.saved = versions, saved
+        self.writes, self.saved = writes, saved
 
     def check_versions(self):
         """Raise when an input or output was written in place since this node was recorded
         (its gradient would be computed from the new values, silently wrong)."""
-        now = _versions(self.inputs + self.outputs)
-        if now == self.versions:
+        writes = self.writes
+        if WRITES[0] == writes:  # (no write to any array since)
             return
-        i = next(i for i, (a, b) in enumerate(zip(now, self.versions)) if a != b)
+        arrays = self.inputs + self.outputs
+        i = next((i for i, a in enumerate(arrays) if a is not None and a.last_write > writes),
+                 None)
+        if i is None:
+            return
         n = len(self.inputs)
         what = f"input {i}" if i < n else f"output {i - n}"
         op = self.op
@@ -57,9 +63,9 @@ class Node:
         if i < n and names and self.op.__class__ is Op:
             what += f" ({(names[0] if op.variadic else names[i])!r})"
         raise NetsError(f"{what} of op {getattr(op, 'name', op)!r} was modified in place after "
-                        f"the op was recorded (its version is {now[i]}, it was "
-                        f"{self.versions[i]} when recorded), so its gradient would be computed "
-                        f"from the new values; write into a copy, or compute a new array "
+                        f"the op was recorded (its version is now {arrays[i].version}), so its "
+                        f"gradient would be computed from the new values; write into a copy, "
+                        f"or compute a new array "
                         f"(y = x * 2 rather than x[:] = ...), or call backward() before "
                         f"modifying it")
 
@@ -95,10 +101,6 @@ class Node:
         return f"<autograd node {name} #{self.seq}>"
 
 
-def _versions(arrays):
-    return tuple([0 if a is None else a.version for a in arrays])
-
-
 def in_graph(x):
     """Whether the array ``x`` is part of an autograd graph: a leaf (``attach_grad``) or an
     operator's recorded result, so that ``backward`` can start from it."""
@@ -109,13 +111,11 @@ def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
     saved = take_saved(op)  # (taken even when nothing is recorded: it belongs to this call)
-    parents, versions, wanted = [], [], False
+    parents, wanted = [], False
     for x in inputs:  # where the gradient of each goes: (node, k), the leaf itself, or None
         if x is None:
             parents.append(None)
-            versions.append(0)
             continue
-        versions.append(x.version)
         node = x._node
         if node is not None and node[0].parents is not None:
             parents.append(node)
@@ -134,10 +134,8 @@ def record_node(op, inputs, attrs, outputs):
                 raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its "
                                 f"input object as an output; while recording, outputs must be "
                                 f"new arrays")
-        o = o.detach()
-        versions.append(o.version)
-        kept.append(o)
-    node = Node(op, inputs, attrs, tuple(kept), tuple(parents), tuple(versions), saved)
+        kept.append(o.detach())
+    node = Node(op, inputs, attrs, tuple(kept), tuple(parents), WRITES[0], saved)
     for k, o in enumerate(outputs):
         o._node = (node, k)
     return node

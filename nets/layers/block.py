@@ -442,17 +442,20 @@ class HybridBlock(Block):
         return self.hybrid_forward(_nd, x, *args, **self._param_arrays(x, *args))
 
     def _call_cached(self, args):
-        if not all([isinstance(a, _nd.NDArray) for a in args]):
-            if any([isinstance(a, _symbol.Symbol) for a in args]):
-                return self.forward(*args)  # (Symbol inputs: composing a larger graph)
-            args = [a if isinstance(a, _nd.NDArray) else _nd.array(a) for a in args]
-        args = list(args)
-        key = tuple([(a.shape, a.dtype, a.stype) for a in args])
+        key = []  # the input signature, which selects the program
+        for a in args:
+            if not isinstance(a, _nd.NDArray):
+                if any([isinstance(a, _symbol.Symbol) for a in args]):
+                    return self.forward(*args)  # (Symbol inputs: composing a larger graph)
+                return self._call_cached([a if isinstance(a, _nd.NDArray) else _nd.array(a)
+                                          for a in args])
+            key.append((a.shape, a.dtype, a.stype))
+        key = tuple(key)
         entry = self._cached.get(key)
         if entry is None:
-            entry = self._cached[key] = self._trace(args)
+            entry = self._cached[key] = self._trace(list(args))
         program, params, kind = entry
-        outs = program.run(args + [p.data() for p in params])
+        outs = program.run([*args, *[p.data() for p in params]])
         return outs[0] if kind is None else kind(outs)
 
     def _trace(self, args):
@@ -479,7 +482,7 @@ class HybridBlock(Block):
                     p.shape = shapes[p.name]
                     p._finish_deferred_init()
         self._graph = graph
-        return Program(graph, names + [p.name for p in params]), params, kind
+        return Program(graph, names + [p.name for p in params], keyed=len(names)), params, kind
 
     def export(self, path: str, epoch: int = 0) -> None:
         """Save the latest traced graph to ``<path>-symbol.json`` and its parameters to

@@ -68,14 +68,15 @@ def _(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     return "default"
 
 
-def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
-    """Validate shapes and dtypes; return the output shape."""
+@FullyConnected.check
+def _(data, weight, bias, num_hidden, no_bias, flatten, act_type):
+    """Validate shapes, dtypes and the fused activation."""
     dtype = weight.dtype
-    for name, x in (("data", data), ("bias", bias)):
-        if x is not None and x.dtype != dtype:
-            raise DTypeError(f"FullyConnected: {name} has dtype {x.dtype} but weight has dtype "
-                             f"{dtype}; all inputs need one dtype (as in MXNet): cast "
-                             f"with {name}.astype({str(dtype)!r})")
+    if data.dtype != dtype or (bias is not None and bias.dtype != dtype):
+        name, x = ("data", data) if data.dtype != dtype else ("bias", bias)
+        raise DTypeError(f"FullyConnected: {name} has dtype {x.dtype} but weight has dtype "
+                         f"{dtype}; all inputs need one dtype (as in MXNet): cast "
+                         f"with {name}.astype({str(dtype)!r})")
     wshape, shape = weight.shape, data.shape
     if len(wshape) != 2 or wshape[0] != num_hidden:
         raise ShapeError(f"FullyConnected: weight has shape {wshape}, expected "
@@ -92,11 +93,12 @@ def _fc_check(data, weight, bias, num_hidden, no_bias, flatten):
     if bias is not None and bias.shape not in ((num_hidden,), (num_hidden, 1)):
         raise ShapeError(f"FullyConnected: bias has shape {bias.shape}, expected "
                          f"(num_hidden={num_hidden},) (or MXNet's (num_hidden, 1))")
-    return lead + (num_hidden,)
+    _check_act(act_type, "FullyConnected")
 
 
 def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
-    shape = _fc_check(data, weight, bias, num_hidden, no_bias, flatten)
+    shape = data.shape
+    shape = (shape[:1] if flatten else shape[:-1]) + (num_hidden,)
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0].values
     else:
@@ -105,7 +107,7 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     if bias is not None:
         y += bias.values.reshape(-1)
     if act_type is not None:
-        y = _fused_act(y, act_type, "FullyConnected")
+        y = _fused_act(y, act_type)
     return NDArray(y if y.shape == shape else y.reshape(shape), data.context)
 
 
@@ -202,7 +204,8 @@ def _(data, weight, bias, act_type):
     return "default"
 
 
-def _dot_bias_impl(data, weight, bias, act_type):
+@_dot_bias.check
+def _(data, weight, bias, act_type):
     for name, x in (("weight", weight), ("bias", bias)):
         if x is not None and x.dtype != data.dtype:
             raise DTypeError(f"_dot_bias: {name} has dtype {x.dtype} but data has dtype "
@@ -213,6 +216,10 @@ def _dot_bias_impl(data, weight, bias, act_type):
     if bias is not None and bias.shape != weight.shape[1:]:
         raise ShapeError(f"_dot_bias: bias has shape {bias.shape}, expected "
                          f"({weight.shape[1]},)")
+    _check_act(act_type, "_dot_bias")
+
+
+def _dot_bias_impl(data, weight, bias, act_type):
     if data.stype == "csr":
         out = np.empty((data.shape[0], weight.shape[1]), weight.dtype)
         out[...] = 0 if bias is None else bias.values
@@ -221,7 +228,7 @@ def _dot_bias_impl(data, weight, bias, act_type):
         out = _matmul(data.values, weight.values)
         if bias is not None:
             out += bias.values
-    return NDArray(_fused_act(out, act_type, "_dot_bias"), data.context)
+    return NDArray(_fused_act(out, act_type), data.context)
 
 
 _register_layer(_dot_bias, _dot_bias_impl)
@@ -402,14 +409,19 @@ def fuse_activation(host, host_attrs, host_stypes, op, attrs):
     return host, {**host_attrs, "act_type": attrs["act_type"]}
 
 
-def _fused_act(out, act_type, name):
-    """Numpy ``out`` (a fresh dense result) through the activation ``act_type`` (None:
-    itself), computed by the activation's own operator function."""
-    if act_type is None:
-        return out
-    if act_type not in FUSABLE_ACTIVATIONS:
+def _check_act(act_type, name):
+    """Raise unless ``act_type`` names a fusable activation (or is None)."""
+    if act_type is not None and act_type not in FUSABLE_ACTIVATIONS:
         raise NetsError(f"{name}: act_type={act_type!r} is not one of "
                         f"{sorted(FUSABLE_ACTIVATIONS)} (or None)")
+
+
+def _fused_act(out, act_type):
+    """Numpy ``out`` (a fresh dense result) through the activation ``act_type`` (None:
+    itself; checked by ``_check_act``), computed by the activation's own operator
+    function."""
+    if act_type is None:
+        return out
     return unary._map(_activation(act_type).fn, out, {})
 
 
@@ -736,7 +748,7 @@ def _loss_op(name, attrs, doc, loss, grads):
         out = tuple(out)
         return [pred, out if label is None else label], [out]
 
-    @op.impl("default", "default")
+    @op.check
     def _(pred, label, shape, **kw):
         if shape is not None and math.prod(shape) != pred.size:
             raise ShapeError(f"{name}: shape={shape} does not hold the {pred.size} values of "
@@ -745,6 +757,9 @@ def _loss_op(name, attrs, doc, loss, grads):
             raise ShapeError(f"{name}: label has shape {label.shape} but pred {pred.shape}; "
                              f"they must be equal" + ("" if shape is None else
                                                       f" (or label the output's {shape})"))
+
+    @op.impl("default", "default")
+    def _(pred, label, shape, **kw):
         out = np.asarray(loss(pred.values, label.values.reshape(pred.shape), **kw))
         return NDArray(out if shape is None else out.reshape(shape), pred.context)
 

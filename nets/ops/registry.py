@@ -238,6 +238,7 @@ class Op:
         self._grad_fn = None
         self._impls = []
         self._cache = {}
+        self._check_fn = None
         self._vjp_fn = None
         self.vjp_fresh = False
         self._inputs_fn = self._aux_fn = None
@@ -293,6 +294,16 @@ class Op:
             self._cache.clear()
             return fn
         return register
+
+    def check(self, fn):
+        """Register ``fn(*inputs, **attrs)``, which validates a call's operands against each
+        other and the attributes (shapes, dtypes), raising ``ShapeError``, ``DTypeError`` or
+        ``NetsError`` naming what is wrong; ``compute`` runs it before the implementation,
+        which then trusts its operands. A cached graph (``nets.symbol.executor.Program``)
+        calls the implementations alone on later runs over operands of the signature its
+        first, checked, run validated."""
+        self._check_fn = fn
+        return fn
 
     def vjp(self, fn=None, *, fresh=False):
         """Register ``fn(node, *out_grads) -> input grads`` (see ``nets.autograd``);
@@ -443,6 +454,8 @@ class Op:
             if x is not None and x.dtype == _HALF:
                 half, inputs = self._widen_half(inputs)
                 break
+        if self._check_fn is not None:
+            self._check_fn(*inputs, **attrs)
         stypes = tuple([None if x is None else x.stype for x in inputs])
         out_stypes = "default" if self._infer_fn is None else self._infer_fn(*stypes, **attrs)
         if out_stypes.__class__ is str:

@@ -136,10 +136,18 @@ class Optimizer:
 
     opt_registry = {}
     default_lr = 0.01
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._builtin_update = (cls.update is Optimizer.update and
+                               cls.update_multi_precision is Optimizer.update_multi_precision)
     state_names = ()  # the states the kernel takes, in order (an absent one: a placeholder)
     row_states = ()  # those of state_names holding one value per weight row (shape (rows,))
     # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
     _decays = True
+    # Whether the class keeps the base ``update`` and ``update_multi_precision``: ``step``
+    # then runs the base update of one parameter directly (``__init_subclass__`` sets it)
+    _builtin_update = True
     lr = Hyper(low=0, name="learning_rate")
     wd = Hyper(low=0)
     rescale_grad = Hyper(low=0)
@@ -310,10 +318,13 @@ class Optimizer:
         """Count one update of parameter ``index`` (or of each index of a list): its
         record's ``step`` and ``num_update``, which the learning-rate schedule reads."""
         for i in index if isinstance(index, (list, tuple)) else (index,):
-            record = self.state.get(i) or self._record(i)  # (a Record is never false)
-            record.step += 1
-            if record.step > self.num_update:
-                self.num_update = record.step
+            self._count(self.state.get(i) or self._record(i))  # (a Record is never false)
+
+    def _count(self, record):
+        """Count one update of the parameter whose ``Record`` is ``record``."""
+        record.step += 1
+        if record.step > self.num_update:
+            self.num_update = record.step
 
     def _record(self, index):
         """Parameter ``index``'s ``Record`` in ``state``, made empty on first use."""
@@ -425,10 +436,13 @@ class Optimizer:
             Its gradient, dense or row_sparse (with ``lazy_update``, only its rows of the
             weight and of every state are read and written).
         """
-        record = self._record(index)
+        record = self.state.get(index) or self._record(index)  # (a Record is never false)
         if not record.has_state:
             record.set_state(self.create_state_multi_precision(index, weight))
-        self.update_multi_precision(index, weight, grad, record.state)
+        if self.multi_precision or not self._builtin_update:
+            self.update_multi_precision(index, weight, grad, record.state)
+        else:  # (what ``update`` does for one parameter)
+            self._update(index, record, weight, grad, record.state)
 
     def update(self, index: Key | list, weight: NDArray, grad: NDArray, state: State) -> None:
         """Update ``weight`` (and ``state``) in place from ``grad`` with a state the caller
@@ -451,7 +465,11 @@ class Optimizer:
             for args in zip(index, weight, grad, state):
                 self.update(*args)
             return
-        record = self.state.get(index)
+        self._update(index, self.state.get(index), weight, grad, state)
+
+    def _update(self, index, record, weight, grad, state):
+        """``update`` of one parameter, ``record`` its ``Record`` (None before its first
+        update)."""
         rows = None if record is None else record.rows
         # A kept selection stands for the check of these operands and this state object;
         # the states the update reads depend on the settings too (RMSProp's ``centered``).
@@ -463,7 +481,7 @@ class Optimizer:
                                 state=state)
             record = self._record(index)  # (once the operands are checked)
             record.rows = rows if rows.reusable else None
-        self._update_count(index)
+        self._count(record)
         lr, wd = self._get_lr(index), self._get_wd(index)
         if self._wd_mode == "catchup":
             _catch_up_rows(record, rows, lr * wd)

@@ -40,10 +40,16 @@ GRAD_REQS = ("write", "add", "null")
 class Program:
     """``symbol`` compiled to operator calls over slots: the arguments ``arg_names``
     (default ``list_arguments()``) first, then every node output. ``run(args)`` calls
-    the operators, so ``autograd.record()`` around it records them."""
+    the operators, so ``autograd.record()`` around it records them.
 
-    def __init__(self, symbol, arg_names=None):
+    ``keyed``: how many leading arguments the caller keeps to one signature (shape, dtype,
+    stype) per program (a hybridized block's inputs: it keeps a program per signature);
+    the other arguments (parameters, an executor's bound arrays) must be the very arrays
+    of the run that validated the program, or the run validates again."""
+
+    def __init__(self, symbol, arg_names=None, keyed=0):
         self.arg_names = symbol.list_arguments() if arg_names is None else list(arg_names)
+        self.keyed = keyed
         slots = {name: i for i, name in enumerate(self.arg_names)}
         where, size, self.steps = {}, len(self.arg_names), []
         for node in symbol._nodes():
@@ -62,6 +68,7 @@ class Program:
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
         self._impls = None  # each step's implementation, noted by the first run()
+        self._kept = ()  # (position, array) of each argument not keyed, as last validated
 
     def run(self, args):
         """The outputs for the argument arrays ``args`` (in ``arg_names`` order).
@@ -69,12 +76,21 @@ class Program:
         The first run calls every operator in full (checks, storage-type inference,
         fallbacks with their warning) and notes the implementation each step's input
         storage types select, folding the pairs of steps that one operator computes
-        (``_fuse``); later runs call those directly, skipping the dispatch (MXNet's
-        CachedOp). Inside ``autograd.record()`` each step is recorded as its
-        operator call records, so outputs and gradients are the imperative ones. Meant
-        for one input signature (shapes, dtypes, stypes): a hybridized block keeps one
-        program per signature, an executor binds one."""
-        impls = self._impls or [None] * len(self.steps)
+        (``_fuse``); later runs call those directly, skipping the dispatch and the
+        operators' checks (MXNet's CachedOp): the signature of the keyed arguments is
+        the caller's key, and every other argument is the array the checks validated
+        (another one makes the run a full one again). Inside ``autograd.record()`` each
+        step is recorded as its operator call records, so outputs and gradients are the
+        imperative ones."""
+        impls = self._impls
+        if impls is not None:
+            for i, x in self._kept:
+                if args[i] is not x:
+                    impls = None
+                    break
+        full = impls is None
+        if full:
+            impls = [None] * len(self.steps)
         vals = list(args) + [None] * (self.size - len(args))
         recorder = RECORDER.get()
         for (op, ins, attrs, at, n), fn in zip(self.steps, impls):
@@ -98,11 +114,14 @@ class Program:
                 vals[at:at + n] = out = tuple(out)
             if recorder is not None:
                 recorder(op, inputs, attrs, out)
-        if self._impls is None and not storage_verbose():  # (verbose: every call logs its stypes)
-            stypes = [None if v is None else v.stype for v in vals] + [None]  # (-1: absent)
-            self.steps = _fuse(self.steps, self.heads, stypes)
-            self._impls = [op.find_impl(tuple([stypes[i] for i in ins]))
-                           if isinstance(op, Op) else None for op, ins, _, _, _ in self.steps]
+        if full and not storage_verbose():  # (verbose: every call logs its stypes)
+            if self._impls is None:
+                stypes = [None if v is None else v.stype for v in vals] + [None]  # (-1: absent)
+                self.steps = _fuse(self.steps, self.heads, stypes)
+                self._impls = [op.find_impl(tuple([stypes[i] for i in ins]))
+                               if isinstance(op, Op) else None
+                               for op, ins, _, _, _ in self.steps]
+            self._kept = tuple([(i, args[i]) for i in range(self.keyed, len(args))])
         return [vals[h] for h in self.heads]
 
 

@@ -121,3 +121,28 @@ def test_version_counts_writes_shared_with_views():
     c = x[np.array([0])]
     c[:] = 5
     assert x.version == 2 and c.version == 1
+
+
+def test_last_write_is_the_write_count_of_the_latest_write_shared_with_views():
+    from nets.arrays.dense import WRITES
+    x, other = nd.zeros((3,)), nd.zeros((3,))
+    assert x.last_write == 0
+    v = x[1:]
+    v[:] = 1
+    first = x.last_write
+    assert first == WRITES[0] and v.last_write == first
+    other[:] = 2  # another array's write counts, and leaves x's mark
+    assert WRITES[0] > first and x.last_write == first
+    x[0] = 3
+    assert x.last_write == v.last_write == WRITES[0] > first
+
+
+def test_writes_to_other_arrays_between_record_and_backward_are_allowed():
+    x = _leaf([1.0, 2.0])
+    z = nd.zeros((2,))
+    x[:] = np.array([2.0, 3.0], np.float32)  # before recording: the node sees these values
+    with autograd.record():
+        y = (x * x).sum()
+    z[:] = 5  # every node's vjp then looks at its own arrays' latest writes
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [4.0, 6.0])

@@ -195,3 +195,22 @@ def test_hybridize_is_accepted():
     net.initialize()
     net.hybridize()
     assert net(nd.ones((1, 2))).shape == (1, 2)
+
+
+def test_a_cached_graph_checks_again_when_a_parameter_array_changes():
+    """Later runs of a hybridized block skip the operators' checks only while its
+    parameters are the arrays the first run validated: a parameter cast to another dtype
+    is refused as the imperative call refuses it, a re-initialized one is used."""
+    net = L.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.ones((4, 3), np.float32))
+    net(x)
+    net(x)
+    net.weight.cast("float64")
+    with pytest.raises(nets.base.DTypeError, match="FullyConnected: data has dtype float32"):
+        net(x)
+    net.weight.cast("float32")
+    net.initialize(nets.init.Constant(0.5), force_reinit=True)
+    for _ in range(2):
+        np.testing.assert_allclose(net(x).asnumpy(), np.full((4, 2), 1.5))

@@ -79,6 +79,36 @@ def toy_op():
     del registry.OPS[op.name]
 
 
+def test_a_check_runs_before_the_implementation_and_before_the_fallback():
+    calls = []
+    op = registry.Op("_toy_checked", ("data",), {"size": 2})
+
+    @op.check
+    def _(data, size):
+        calls.append(("check", data.stype))
+        if data.shape[-1] != size:
+            raise ShapeError(f"_toy_checked: data {data.shape} must end in {size}")
+
+    @op.impl("default")
+    def _(data, size):
+        calls.append(("impl", data.stype))
+        return nd.NDArray(data.asnumpy() * 2)
+
+    try:
+        np.testing.assert_allclose(op(nd.ones((3, 2))).asnumpy(), 2)
+        assert calls == [("check", "default"), ("impl", "default")]
+        with pytest.raises(ShapeError, match="must end in 2"):
+            op(nd.ones((3, 4)))
+        calls.clear()
+        with pytest.warns(nets.StorageFallbackWarning, match="_toy_checked"):
+            op(nd.ones((3, 2)).tostype("csr"))
+        assert calls == [("check", "csr"), ("impl", "default")]  # checked as the call was made
+        with pytest.raises(ShapeError, match="must end in 2"):
+            op(nd.ones((3, 4)).tostype("csr"))
+    finally:
+        del registry.OPS[op.name]
+
+
 def test_a_vjp_calls_operators_the_ordinary_way(toy_op, verbose, caplog):
     op, calls = toy_op
     x = nd.array([1.0, 2.0])
