@@ -89,7 +89,9 @@ class NDArray:
     @property
     def values(self):
         """The numpy array holding the values: the array's own buffer, not a copy (a
-        sparse array's stored values, the buffer behind its ``data``).
+        sparse array's stored values, the buffer behind its ``data``). A dense array holds
+        the same buffer for its whole life (a sparse array's is replaced when it is
+        written).
 
         For operators and kernels (nets' own and custom ones), which read it and build
         their results from it; it is writable, since no value can make a kernel misbehave,

@@ -6,7 +6,7 @@ import numpy as np
 from ..base import NetsError, ShapeError
 from ..arrays.creation import array, zeros
 from ..arrays.dense import NDArray
-from ..ops.registry import OPS, Op, dense_results_expected
+from ..ops.registry import OPS, Op
 from ..ops.sparse_ops import values_at
 from .tape import _Scope
 
@@ -281,7 +281,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     ``'add'`` accumulates (row union when row_sparse), ``'null'`` skips; each slot
     delivered to becomes fresh. The graph is freed unless ``retain_graph``;
     ``train_mode`` is ``is_training()`` during the backward pass."""
-    with _Scope(False, train_mode), dense_results_expected():  # (propagation and delivery)
+    with _Scope(False, train_mode, engine=True):  # (propagation and delivery)
         leaf_grads, _ = _backprop(heads, head_grads, _delivers, (), retain_graph)
         for x, g in leaf_grads.values():
             if g is None and x.stype == x._grad_slot.stype == "csr":
@@ -341,7 +341,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                             f"autograd.record(), or pass an array computed inside record())")
     if retain_graph is None:
         retain_graph = create_graph
-    with _Scope(create_graph, train_mode), dense_results_expected():
+    with _Scope(create_graph, train_mode, engine=True):
         leaf_grads, results = _backprop(heads, head_grads, lambda x: id(x) in leaf_ids,
                                         entries, retain_graph)
     out = []

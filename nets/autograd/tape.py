@@ -15,7 +15,7 @@ import itertools
 
 from ..base import RECORDER, TRAINING, NetsError
 from ..arrays.dense import WRITES
-from ..ops.registry import Op, take_saved
+from ..ops.registry import DENSE_EXPECTED, Op, take_saved
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "in_graph"]
@@ -142,24 +142,29 @@ def record_node(op, inputs, attrs, outputs):
 
 
 class _Scope:
-    """A ``with`` block setting recording and/or training (None leaves one unchanged)."""
+    """A ``with`` block setting recording and/or training (None leaves one unchanged);
+    ``engine``: the autograd engine's propagation (``DENSE_EXPECTED``)."""
 
-    __slots__ = ("_recording", "_training", "_tokens")
+    __slots__ = ("_recording", "_training", "_engine", "_tokens")
 
-    def __init__(self, recording, training):
-        self._recording, self._training = recording, training
+    def __init__(self, recording, training, engine=False):
+        self._recording, self._training, self._engine = recording, training, engine
 
     def __enter__(self):
         self._tokens = (
             None if self._recording is None else RECORDER.set(
                 record_node if self._recording else None),
-            None if self._training is None else TRAINING.set(bool(self._training)))
+            None if self._training is None else TRAINING.set(bool(self._training)),
+            DENSE_EXPECTED.set(True) if self._engine else None)
         return self
 
     def __exit__(self, *exc):
-        for var, token in zip((RECORDER, TRAINING), self._tokens):
+        for var, token in zip(_SCOPED, self._tokens):
             if token is not None:
                 var.reset(token)
+
+
+_SCOPED = (RECORDER, TRAINING, DENSE_EXPECTED)  # (the variables a _Scope sets, in order)
 
 
 def record(train_mode=True):

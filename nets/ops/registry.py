@@ -56,7 +56,7 @@ from ..arrays.creation import array as _to_array
 from ..arrays.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
-           "dense_results_expected", "storage_verbose", "set_storage_verbose", "log_storage",
+           "DENSE_EXPECTED", "storage_verbose", "set_storage_verbose", "log_storage",
            "same_shape", "all_same_shape", "shape_attr", "save_for_backward", "take_saved"]
 
 OPS = {}
@@ -123,23 +123,11 @@ def _as_input(x, op, name):
     raise TypeError(f"{op}: input {name!r} must be an NDArray, got {type(x).__name__} ({x!r:.60})")
 
 
-_DENSE_EXPECTED = contextvars.ContextVar("nets_dense_results_expected", default=False)
-
-
-class dense_results_expected:
-    """``with dense_results_expected():`` operators inside do not warn of dense results
-    (``DenseResultWarning``): the autograd engine computes gradients in their declared
-    storage types, and the forward operator already warned of the dense result those
-    follow from. (A class, not a generator: the engine enters one per ``backward``.)"""
-
-    __slots__ = ("_token",)
-
-    def __enter__(self):
-        self._token = _DENSE_EXPECTED.set(True)
-        return self
-
-    def __exit__(self, *exc):
-        _DENSE_EXPECTED.reset(self._token)
+# True while the autograd engine propagates gradients (it sets it): operators then do not
+# warn of dense results (``DenseResultWarning``), since the engine computes gradients in
+# their declared storage types and the forward operator already warned of the dense
+# result those follow from.
+DENSE_EXPECTED = contextvars.ContextVar("nets_dense_results_expected", default=False)
 
 
 _SAVED = contextvars.ContextVar("nets_saved_for_backward", default=None)
@@ -184,7 +172,7 @@ def _check_dense_result(name, inputs, outputs):
     ``csr + 1``, ``broadcast_add(csr, row)``). Explicit conversions (``cast_storage``,
     ``tostype``) are asked for and do not warn; operators declared ``entrywise=False`` are
     not asked (see ``Op``)."""
-    if name == "cast_storage" or _DENSE_EXPECTED.get():
+    if name == "cast_storage" or DENSE_EXPECTED.get():
         return
     dense = max((x.size for x in inputs if x is not None and x.stype == "default"), default=0)
     for o in outputs:

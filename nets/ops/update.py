@@ -167,18 +167,17 @@ class RowSelection:
         self._arrays = (self.weight, self.grad, *views)  # (the kernels' array arguments)
         self._cast = ((), ())  # (the latest float arguments, and as cast: ``run``)
         self._weight_line = weight_line
-        self.operands = self._storages = self._kept = None
+        self.operands = self._kept = None
         # (a list may change its items: a selection made from one serves no later update)
         self._state = _UNKEPT if isinstance(state, list) else state
         operands = (weight, grad, *states)
         kept = (weight, *states)
-        if all(a is None or a.stype == "default" for a in kept):  # (their checks stand)
-            storages = tuple([None if a is None else a.values for a in kept])
+        # (their checks stand: a dense array keeps the buffer it was made over for life)
+        if all(a is None or a.stype == "default" for a in kept):
             if grad.stype == "default" and g.flags.c_contiguous:
                 self.operands = operands
-                self._storages = storages[:1] + (g,) + storages[1:]
             elif lazy:
-                self._kept = (kept, storages)
+                self._kept = kept
         self.pos = _positions(lines, self.count)
 
     @property
@@ -206,27 +205,18 @@ class RowSelection:
         optimizer state ``state`` (what ``Optimizer._check_states`` checked and padded into
         ``states`` when this selection was made: the ``state`` given then) would build: it
         was made from these very dense arrays and this very state object (a tuple or an
-        array; a list never serves, its items may change), each array still over the
-        storage it validated and views (a numpy array keeps its shape and dtype, and a nets
-        array its stype). A lazy selection of a row_sparse gradient's rows serves
-        ``weight`` and ``state`` when it was made from these very dense arrays, still over
-        their storages, and ``grad`` is row_sparse: it then selects ``grad``'s rows
-        (checking ``grad``)."""
+        array; a list never serves, its items may change), each of which still holds the
+        buffer it validated and views (a dense nets array keeps its buffer for life). A lazy
+        selection of a row_sparse gradient's rows serves ``weight`` and ``state`` when it
+        was made from these very dense arrays and ``grad`` is row_sparse: it then selects
+        ``grad``'s rows (checking ``grad``)."""
         if state is not self._state:
             return False
         if self.operands is not None:
             kept = self.operands
-            if weight is not kept[0] or grad is not kept[1]:
-                return False
-            for a, x in zip(kept, self._storages):
-                if x is not None and a.values is not x:
-                    return False
-            return True
-        if self._kept is None or weight is not self._kept[0][0] or grad.stype != "row_sparse":
+            return weight is kept[0] and grad is kept[1]
+        if self._kept is None or weight is not self._kept[0] or grad.stype != "row_sparse":
             return False
-        for a, x in zip(*self._kept):
-            if x is not None and a.values is not x:
-                return False
         self._reselect(grad)
         return True
 

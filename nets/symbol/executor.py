@@ -67,7 +67,8 @@ class Program:
                 where[node, k] = size + k
             size += node.num_outputs
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
-        self._impls = None  # each step's implementation, noted by the first run()
+        self._outs = (None,) * (size - len(self.arg_names) + 1)  # the outputs' slots, and -1's
+        self._plan = None  # the steps, each with the implementation the first run() noted
         self._kept = ()  # (position, array) of each argument not keyed, as last validated
 
     def run(self, args):
@@ -82,19 +83,19 @@ class Program:
         (another one makes the run a full one again). Inside ``autograd.record()`` each
         step is recorded as its operator call records, so outputs and gradients are the
         imperative ones."""
-        impls = self._impls
-        if impls is not None:
+        plan = self._plan
+        if plan is not None:
             for i, x in self._kept:
                 if args[i] is not x:
-                    impls = None
+                    plan = None
                     break
-        full = impls is None
+        full = plan is None
         if full:
-            impls = [None] * len(self.steps)
-        vals = list(args) + [None] * (self.size - len(args))
+            plan = [(*step, None) for step in self.steps]
+        vals = [*args, *self._outs]  # (the last slot stays None: an absent input's, -1)
         recorder = RECORDER.get()
-        for (op, ins, attrs, at, n), fn in zip(self.steps, impls):
-            inputs = tuple([None if i < 0 else vals[i] for i in ins])
+        for op, ins, attrs, at, n, fn in plan:
+            inputs = tuple([vals[i] for i in ins])
             out = NotImplemented if fn is None else fn(*inputs, **attrs)
             if out is NotImplemented:  # the full call (it records itself)
                 try:
@@ -115,12 +116,13 @@ class Program:
             if recorder is not None:
                 recorder(op, inputs, attrs, out)
         if full and not storage_verbose():  # (verbose: every call logs its stypes)
-            if self._impls is None:
-                stypes = [None if v is None else v.stype for v in vals] + [None]  # (-1: absent)
+            if self._plan is None:
+                stypes = [None if v is None else v.stype for v in vals]
                 self.steps = _fuse(self.steps, self.heads, stypes)
-                self._impls = [op.find_impl(tuple([stypes[i] for i in ins]))
-                               if isinstance(op, Op) else None
-                               for op, ins, _, _, _ in self.steps]
+                self._plan = [(op, ins, attrs, at, n,
+                               op.find_impl(tuple([stypes[i] for i in ins]))
+                               if isinstance(op, Op) else None)
+                              for op, ins, attrs, at, n in self.steps]
             self._kept = tuple([(i, args[i]) for i in range(self.keyed, len(args))])
         return [vals[h] for h in self.heads]
 
