@@ -5,7 +5,7 @@ import numpy as np
 
 from ..base import NetsError, ShapeError
 from ..arrays.creation import array, zeros
-from ..arrays.dense import NDArray
+from ..arrays.dense import WRITES, NDArray
 from ..ops.registry import OPS, Op
 from ..ops.sparse_ops import values_at
 from .tape import _Scope
@@ -45,18 +45,22 @@ def _as_list(x, name):
 
 def _head_entries(heads, head_grads):
     """``[(entry, grad)]`` for each head (``head_grads`` default to ones)."""
-    heads = [heads] if heads.__class__ is NDArray else _as_list(heads, "heads")
-    head_grads = [None] * len(heads) if head_grads is None else _as_list(head_grads, "head_grads")
-    if len(head_grads) != len(heads):
-        raise NetsError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
+    heads = (heads,) if heads.__class__ is NDArray else _as_list(heads, "heads")
+    if head_grads is None:
+        head_grads = (None,) * len(heads)
+    else:
+        head_grads = _as_list(head_grads, "head_grads")
+        if len(head_grads) != len(heads):
+            raise NetsError(f"got {len(heads)} heads but {len(head_grads)} head_grads")
     out = []
-    for i, (h, g) in enumerate(zip(heads, head_grads)):
+    for i, h in enumerate(heads):
+        g = head_grads[i]
         if not isinstance(h, NDArray):
             raise TypeError(f"heads[{i}] must be an NDArray, got {type(h).__name__}")
-        if h._node is not None:
-            if h._node[0].parents is None:
+        e = h._node
+        if e is not None:
+            if e[0].parents is None:
                 raise NetsError(f"cannot differentiate heads[{i}]: {_FREED}")
-            e = h._node
         elif h._grad_slot is not None:
             e = h  # a leaf is its own head
         else:
@@ -76,24 +80,6 @@ def _head_entries(heads, head_grads):
                                  f"has shape {tuple(h.shape)}")
         out.append((e, g))
     return out
-
-
-def _graph(entries):
-    """The nodes reachable from ``entries``, in creation (topological) order."""
-    seen = set()
-    stack = [e[0] for e in entries if type(e) is tuple]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        parents = node.parents
-        if parents is None:
-            raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
-        seen.add(node)
-        for p in parents:
-            if type(p) is tuple:
-                stack.append(p[0])
-    return sorted(seen, key=_SEQ)
 
 
 _SEQ = attrgetter("seq")
@@ -120,28 +106,42 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     the one contribution of a vjp declared ``fresh``. The caller sets the recording and
     training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
-    nodes = _graph([e for e, _ in heads])
     grads, leaves = {}, {}  # contributions by (node, k) or id(leaf): an array or a list
+    stack = []
     for e, g in heads:
-        if type(e) is not tuple:
+        if type(e) is tuple:
+            stack.append(e[0])
+        else:
             if not is_target(e):
                 continue
             leaves[id(e)] = e
             e = id(e)
         _add(grads, e, g)
 
-    # A node runs its vjp only if a gradient must flow through it to a target.
-    needed = set()
-    for node in nodes:
-        for p in node.parents:
-            if p is None:
-                continue
+    # The nodes the heads reach, and among them those with a target leaf as an input
+    seen, needed = set(), set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        parents = node.parents
+        if parents is None:
+            raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
+        seen.add(node)
+        for p in parents:
             if type(p) is tuple:
-                if p[0] in needed or p in target_entries:
-                    needed.add(node)
-            elif is_target(p):
+                stack.append(p[0])
+            elif p is not None and is_target(p):
                 needed.add(node)
                 leaves[id(p)] = p
+    nodes = sorted(seen, key=_SEQ)  # (creation order is a topological order)
+    # A node runs its vjp only if a gradient must flow through it to a target.
+    for node in nodes:
+        if node not in needed:
+            for p in node.parents:
+                if type(p) is tuple and (p[0] in needed or p in target_entries):
+                    needed.add(node)
+                    break
 
     # ids of leaf gradients a ``fresh`` vjp made (each stays alive in ``grads`` until the
     # end, so no other array can take its id meanwhile)
@@ -172,13 +172,15 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
         if node not in needed:
             continue
         owned = getattr(node.op, "vjp_fresh", False)
-        for i, (p, g) in enumerate(zip(node.parents, _vjp(node, out_grads))):
+        in_grads = _vjp(node, out_grads)
+        for p, g in zip(node.parents, in_grads):
             if p is None:
                 continue
             if g is None:
                 if (p[0] in needed or p in target_entries) if type(p) is tuple else \
                         id(p) in leaves:
-                    _no_gradient(node, i)
+                    _no_gradient(node, next(i for i, (q, h) in enumerate(
+                        zip(node.parents, in_grads)) if q is p and h is None))
                 continue
             if type(p) is tuple:
                 if p[0] in needed or p in target_entries:
@@ -235,7 +237,8 @@ def _vjp(node, out_grads):
     """Call the node's vjp with every output's gradient (zeros for outputs none reached)
     and check that it returns one gradient (or None) per input, each of the input's shape."""
     op = node.op
-    node.check_versions()
+    if node.writes != WRITES[0]:  # (some array was written since the node was recorded)
+        node.check_versions()
     fn = getattr(op, "_vjp_fn", None)
     if fn is None:
         raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient must "

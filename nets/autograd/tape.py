@@ -49,7 +49,7 @@ class Node:
         """Raise when an input or output was written in place since this node was recorded
         (its gradient would be computed from the new values, silently wrong)."""
         writes = self.writes
-        if WRITES[0] == writes:  # (no write to any array since)
+        if WRITES[0] == writes:  # (no write to any array since: the engine checks this first)
             return
         arrays = self.inputs + self.outputs
         i = next((i for i, a in enumerate(arrays) if a is not None and a.last_write > writes),
