@@ -189,8 +189,10 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 _add(grads, id(p), g)
                 if owned:
                     fresh.add(id(g))
-    leaf_grads = {k: (x, _leaf_grad(x, grads[k], fresh) if k in grads else None)
-                  for k, x in leaves.items()}
+    leaf_grads = {}
+    for k, x in leaves.items():
+        c = grads.get(k)
+        leaf_grads[k] = x, (None if c is None else _leaf_grad(x, c, fresh))
     if not retain_graph:
         for node in nodes:
             node.free()

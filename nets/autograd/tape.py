@@ -159,12 +159,13 @@ class _Scope:
         return self
 
     def __exit__(self, *exc):
-        for var, token in zip(_SCOPED, self._tokens):
-            if token is not None:
-                var.reset(token)
-
-
-_SCOPED = (RECORDER, TRAINING, DENSE_EXPECTED)  # (the variables a _Scope sets, in order)
+        recording, training, engine = self._tokens
+        if recording is not None:
+            RECORDER.reset(recording)
+        if training is not None:
+            TRAINING.reset(training)
+        if engine is not None:
+            DENSE_EXPECTED.reset(engine)
 
 
 def record(train_mode=True):

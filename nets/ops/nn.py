@@ -102,10 +102,13 @@ def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0].values
     else:
-        w = weight.values
-        y = _matmul(data.values.reshape(math.prod(shape[:-1]), w.shape[1]), w.T)
+        w, x = weight.values, data.values
+        if x.ndim != 2:
+            x = x.reshape(math.prod(shape[:-1]), w.shape[1])
+        y = _matmul(x, w.T)
     if bias is not None:
-        y += bias.values.reshape(-1)
+        b = bias.values
+        y += b if b.ndim == 1 else b.reshape(-1)
     if act_type is not None:
         y = _fused_act(y, act_type)
     return NDArray(y if y.shape == shape else y.reshape(shape), data.context)
@@ -771,12 +774,18 @@ def _loss_op(name, attrs, doc, loss, grads):
         shape = pred.shape
         g = as_dense(g).values.reshape(shape)
         # (sparse operands reach here from the dense fallback)
-        derivs = grads(as_dense(pred).values, as_dense(label).values.reshape(shape),
-                       node.parents[1] is not None, **{k: node.attrs[k] for k in names})
-        return tuple([None if parent is None else
-                      NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
-                      for parent, x, d in zip(node.parents, (pred, label), derivs)])
+        wants = node.parents  # (None: a constant, no gradient)
+        d_pred, d_label = grads(as_dense(pred).values, as_dense(label).values.reshape(shape),
+                                wants[1] is not None,
+                                **({k: node.attrs[k] for k in names} if names else {}))
+        return (None if wants[0] is None else _times(g, d_pred, pred),
+                None if wants[1] is None else _times(g, d_label, label))
     return op
+
+
+def _times(g, d, x):
+    """``g * d`` (numpy, ``x``'s size) as an array of ``x``'s shape and dtype."""
+    return NDArray(np.asarray(g * d, dtype=x.dtype).reshape(x.shape), x.context)
 
 
 _BCE_EPS = 1e-12  # keeps log finite at p = 0 or 1 (from_sigmoid=True), as Gluon's loss
