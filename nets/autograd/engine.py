@@ -85,18 +85,6 @@ def _head_entries(heads, head_grads):
 _SEQ = attrgetter("seq")
 
 
-def _add(grads, key, g):
-    """Note contribution ``g`` to ``key``: one array alone, a list once several arrive
-    (an NDArray is never a list)."""
-    have = grads.get(key)
-    if have is None:
-        grads[key] = g
-    elif have.__class__ is list:
-        have.append(g)
-    else:
-        grads[key] = [have, g]
-
-
 def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     """Propagate from the heads to the targets: leaves for which ``is_target(leaf)`` and
     node outputs in ``target_entries``. Returns ``({id: (leaf, grad)}, {entry: grad})``;
@@ -106,7 +94,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
     the one contribution of a vjp declared ``fresh``. The caller sets the recording and
     training state (``_Scope``)."""
     heads = _head_entries(heads, head_grads)
-    grads, leaves = {}, {}  # contributions by (node, k) or id(leaf): an array or a list
+    grads, leaves = {}, {}  # the list of contributions to (node, k) or to id(leaf)
     stack = []
     for e, g in heads:
         if type(e) is tuple:
@@ -116,7 +104,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
             leaves[id(e)] = e
             e = id(e)
-        _add(grads, e, g)
+        grads.setdefault(e, []).append(g)
 
     # The nodes the heads reach, and among them those with a target leaf as an input
     seen, needed = set(), set()
@@ -151,8 +139,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
             g = grads.pop((node, 0), None)
             if g is None:
                 continue
-            if g.__class__ is list:
-                g = _sum(g)
+            g = g[0] if len(g) == 1 else _sum(g)
             out_grads = [g]
             if target_entries and (node, 0) in target_entries:
                 results[node, 0] = g
@@ -162,8 +149,7 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 g = grads.pop((node, k), None)
                 if g is not None:
                     arrived = True
-                    if g.__class__ is list:
-                        g = _sum(g)
+                    g = g[0] if len(g) == 1 else _sum(g)
                     if target_entries and (node, k) in target_entries:
                         results[node, k] = g
                 out_grads.append(g)
@@ -184,9 +170,9 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
             if type(p) is tuple:
                 if p[0] in needed or p in target_entries:
-                    _add(grads, p, g)
+                    grads.setdefault(p, []).append(g)
             elif id(p) in leaves:
-                _add(grads, id(p), g)
+                grads.setdefault(id(p), []).append(g)
                 if owned:
                     fresh.add(id(g))
     leaf_grads = {}
@@ -200,17 +186,17 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
 
 
 def _leaf_grad(x, contributions, fresh):
-    """``(sum, owned)`` of a leaf's gradient contributions (an array, or a list of
-    several; ``fresh``: the ids of those a ``fresh`` vjp made). A CSR leaf with a csr
+    """``(sum, owned)`` of a leaf's gradient contributions (a list; ``fresh``: the ids of
+    those a ``fresh`` vjp made). A CSR leaf with a csr
     gradient slot receives the gradient with respect to its stored values
     (docs/mxnet-compat.md, "Gradient of a CSR input"): the sum sampled at its pattern
     (``values_at``), as ``torch.sparse.mm`` gives; a leaf
     declaring a dense or row_sparse gradient receives the full one."""
-    if contributions.__class__ is list:
-        g, merged = _sum(contributions), True
-    else:
-        g = contributions
+    if len(contributions) == 1:
+        g = contributions[0]
         merged = id(g) in fresh
+    else:
+        g, merged = _sum(contributions), True
     if x.stype == "csr" and x._grad_slot.stype == "csr":
         sampled = values_at(g, x)
         merged, g = merged or sampled is not g, sampled

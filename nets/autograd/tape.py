@@ -15,7 +15,7 @@ import itertools
 
 from ..base import RECORDER, TRAINING, NetsError
 from ..arrays.dense import WRITES
-from ..ops.registry import DENSE_EXPECTED, Op, take_saved
+from ..ops.registry import DENSE_EXPECTED, SAVED, Op, take_saved
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "in_graph"]
@@ -110,7 +110,8 @@ def in_graph(x):
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded)."""
-    saved = take_saved(op)  # (taken even when nothing is recorded: it belongs to this call)
+    # (taken even when nothing is recorded: it belongs to this call)
+    saved = None if SAVED.get() is None else take_saved(op)
     parents, wanted = [], False
     for x in inputs:  # where the gradient of each goes: (node, k), the leaf itself, or None
         if x is None:

@@ -455,7 +455,11 @@ class HybridBlock(Block):
         if entry is None:
             entry = self._cached[key] = self._trace(list(args))
         program, params, kind = entry
-        outs = program.run([*args, *[p.data() for p in params]])
+        args = [*args]
+        for p in params:
+            a = p._array
+            args.append(a if a is not None else p.data())  # (data() says why there is none)
+        outs = program.run(args)
         return outs[0] if kind is None else kind(outs)
 
     def _trace(self, args):

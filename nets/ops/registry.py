@@ -57,7 +57,7 @@ from ..arrays.dense import NDArray
 
 __all__ = ["Op", "OPS", "REQUIRED", "RECORDER", "TRAINING", "stype_of", "get_op",
            "DENSE_EXPECTED", "storage_verbose", "set_storage_verbose", "log_storage",
-           "same_shape", "all_same_shape", "shape_attr", "save_for_backward", "take_saved"]
+           "same_shape", "all_same_shape", "shape_attr", "save_for_backward", "take_saved", "SAVED"]
 
 OPS = {}
 REQUIRED = inspect.Parameter.empty  # the default of an attribute a call must give
@@ -130,7 +130,9 @@ def _as_input(x, op, name):
 DENSE_EXPECTED = contextvars.ContextVar("nets_dense_results_expected", default=False)
 
 
-_SAVED = contextvars.ContextVar("nets_saved_for_backward", default=None)
+# What an implementation kept for the vjp of the call being recorded: ``(op, state)``, or
+# None (``save_for_backward``, ``take_saved``).
+SAVED = contextvars.ContextVar("nets_saved_for_backward", default=None)
 
 
 def save_for_backward(op, state):
@@ -141,16 +143,16 @@ def save_for_backward(op, state):
     It waits here from the implementation's return to the recorder's call, which follow
     each other with no other recorded call between (``Op.__call__``, a cached graph's
     step): one call's state per context at most, never a table."""
-    _SAVED.set((op, state))
+    SAVED.set((op, state))
 
 
 def take_saved(op):
     """The state ``op``'s implementation kept for the call being recorded (None when it kept
     none), taken away: the recorder calls it once for every node it makes."""
-    pending = _SAVED.get()
+    pending = SAVED.get()
     if pending is None:
         return None
-    _SAVED.set(None)
+    SAVED.set(None)
     return pending[1] if pending[0] is op else None
 
 
