@@ -48,6 +48,28 @@ def test_register_custom_optimizer():
         Optimizer.opt_registry.pop("halve")
 
 
+@pytest.mark.parametrize("method", ["update", "update_multi_precision"])
+def test_step_runs_an_update_a_subclass_implements(method):
+    """``step`` applies MXNet's ``update`` (through ``update_multi_precision``) whichever of
+    the two a subclass overrides; built-in ones run their update directly."""
+    calls = []
+
+    def override(self, index, weight, grad, state):
+        calls.append(index)
+        weight[:] = weight.asnumpy() / 2
+
+    Custom = type("Custom", (optim.SGD,), {method: override})
+    opt = Custom(learning_rate=0.1)
+    weight = nd.ones((2,))
+    opt.step(3, weight, nd.ones((2,)))
+    assert calls == [3]
+    assert_almost_equal(weight.asnumpy(), [0.5, 0.5])
+    assert not Custom._builtin_update and optim.SGD._builtin_update
+    sgd = optim.SGD(learning_rate=0.1)
+    sgd.step(0, weight, nd.ones((2,)))
+    assert_almost_equal(weight.asnumpy(), [0.4, 0.4])
+
+
 def test_default_learning_rates_and_scheduler():
     assert create("sgd").learning_rate == 0.01
     assert create("adam").learning_rate == 0.001
