@@ -296,12 +296,16 @@ class Optimizer:
         self.wd_mult = _mults("wd_mult", args_wd_mult)
 
     def _mult(self, table, attr, index):
-        if index in table:
-            return table[index]
+        """Parameter ``index``'s multiplier ``attr``: ``table``'s (``set_lr_mult`` /
+        ``set_wd_mult``: by index, then by the parameter's name), else its ``Parameter``'s,
+        else 1."""
         param = self.param_dict.get(index)
-        if param is None:
-            return 1.0
-        return table.get(param.name, getattr(param, attr))
+        if table:
+            if index in table:
+                return table[index]
+            if param is not None and param.name in table:
+                return table[param.name]
+        return 1.0 if param is None else getattr(param, attr)
 
     # MXNet's extension points, which an optimizer implementing ``update`` itself calls
     def _get_lr(self, index):
