@@ -157,8 +157,24 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
                 continue
         if node not in needed:
             continue
-        owned = getattr(node.op, "vjp_fresh", False)
-        in_grads = _vjp(node, out_grads)
+        # The node's vjp, with every output's gradient (zeros for outputs none reached)
+        op = node.op
+        if node.writes != WRITES[0]:  # (some array was written since the node was recorded)
+            node.check_versions()
+        fn = getattr(op, "_vjp_fn", None)
+        if fn is None:
+            raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient "
+                            f"must flow through it to reach an array with attach_grad(); "
+                            f"compute it outside autograd.record() or under autograd.pause(), "
+                            f"or detach() its inputs")
+        if len(out_grads) > 1 and any(g is None for g in out_grads):
+            out_grads = [_zeros_like(o) if g is None else g
+                         for g, o in zip(out_grads, node.outputs)]
+        in_grads = fn(node, *out_grads)
+        if in_grads.__class__ is not tuple or op.__class__ is not Op or \
+                len(in_grads) != len(node.inputs):  # (the operators' own vjps are tested)
+            in_grads = _checked(node, in_grads)
+        owned = getattr(op, "vjp_fresh", False)
         for p, g in zip(node.parents, in_grads):
             if p is None:
                 continue
@@ -221,29 +237,30 @@ def _no_gradient(node, i):
                         f"it grad_req='null', or pass it dense (x.tostype('default'))")
 
 
-def _vjp(node, out_grads):
-    """Call the node's vjp with every output's gradient (zeros for outputs none reached)
-    and check that it returns one gradient (or None) per input, each of the input's shape."""
+def _checked(node, in_grads):
+    """What a vjp other than an operator's own returned, as one gradient (or None) per
+    input, each checked to be an NDArray of the input's shape."""
     op = node.op
-    if node.writes != WRITES[0]:  # (some array was written since the node was recorded)
-        node.check_versions()
-    fn = getattr(op, "_vjp_fn", None)
-    if fn is None:
-        raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient must "
-                        f"flow through it to reach an array with attach_grad(); compute it "
-                        f"outside autograd.record() or under autograd.pause(), or detach() its "
-                        f"inputs")
-    if len(out_grads) > 1 and any(g is None for g in out_grads):
-        out_grads = [_zeros_like(o) if g is None else g for g, o in zip(out_grads, node.outputs)]
-    in_grads = fn(node, *out_grads)
-    if in_grads.__class__ is tuple and op.__class__ is Op and len(in_grads) == len(node.inputs):
-        return in_grads  # the operators' own vjps: their shapes are tested (tests/ops)
     if in_grads is None or isinstance(in_grads, NDArray):
         in_grads = (in_grads,)
     elif not isinstance(in_grads, tuple):
         in_grads = tuple(in_grads)
     if op.__class__ is Op and len(in_grads) == len(node.inputs):
         return in_grads
+    if len(in_grads) != len(node.inputs):
+        raise NetsError(f"the gradient of op {_name(op)!r} returned {len(in_grads)} gradients "
+                        f"for its {len(node.inputs)} inputs; it must return one per input "
+                        f"(None where there is none)")
+    for i, (g, x) in enumerate(zip(in_grads, node.inputs)):
+        if g is None:
+            continue
+        if not isinstance(g, NDArray):
+            raise TypeError(f"the gradient of op {_name(op)!r} for input {i} must be an NDArray "
+                            f"or None, got {type(g).__name__}")
+        if x is not None and g.shape != x.shape:
+            raise ShapeError(f"the gradient of op {_name(op)!r} for input {i} has shape "
+                             f"{tuple(g.shape)}, but the input has shape {tuple(x.shape)}")
+    return in_grads
     if len(in_grads) != len(node.inputs):
         raise NetsError(f"the gradient of op {_name(op)!r} returned {len(in_grads)} gradients "
                         f"for its {len(node.inputs)} inputs; it must return one per input "
