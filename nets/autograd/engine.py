@@ -261,20 +261,6 @@ def _checked(node, in_grads):
             raise ShapeError(f"the gradient of op {_name(op)!r} for input {i} has shape "
                              f"{tuple(g.shape)}, but the input has shape {tuple(x.shape)}")
     return in_grads
-    if len(in_grads) != len(node.inputs):
-        raise NetsError(f"the gradient of op {_name(op)!r} returned {len(in_grads)} gradients "
-                        f"for its {len(node.inputs)} inputs; it must return one per input "
-                        f"(None where there is none)")
-    for i, (g, x) in enumerate(zip(in_grads, node.inputs)):
-        if g is None:
-            continue
-        if not isinstance(g, NDArray):
-            raise TypeError(f"the gradient of op {_name(op)!r} for input {i} must be an NDArray "
-                            f"or None, got {type(g).__name__}")
-        if x is not None and g.shape != x.shape:
-            raise ShapeError(f"the gradient of op {_name(op)!r} for input {i} has shape "
-                             f"{tuple(g.shape)}, but the input has shape {tuple(x.shape)}")
-    return in_grads
 
 
 def _name(op):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,9 @@ class Program:
         self.size, self.heads = size, [where[e] for e in symbol._outputs]
         self._outs = (None,) * (size - len(self.arg_names) + 1)  # the outputs' slots, and -1's
         self._plan = None  # the steps, each with the implementation the first run() noted
-        self._kept = ()  # (position, array) of each argument not keyed, as last validated
+        # (position, weak reference) of each argument not keyed, as last validated: an array
+        # replaced since is not kept alive by the program
+        self._kept = ()
 
     def run(self, args):
         """The outputs for the argument arrays ``args`` (in ``arg_names`` order).
@@ -86,7 +89,7 @@ class Program:
         plan = self._plan
         if plan is not None:
             for i, x in self._kept:
-                if args[i] is not x:
+                if args[i] is not x():
                     plan = None
                     break
         full = plan is None
@@ -123,7 +126,7 @@ class Program:
                                op.find_impl(tuple([stypes[i] for i in ins]))
                                if isinstance(op, Op) else None)
                               for op, ins, attrs, at, n in self.steps]
-            self._kept = tuple([(i, args[i]) for i in range(self.keyed, len(args))])
+            self._kept = tuple([(i, weakref.ref(args[i])) for i in range(self.keyed, len(args))])
         return [vals[h] for h in self.heads]
 
 

@@ -214,3 +214,17 @@ def test_a_cached_graph_checks_again_when_a_parameter_array_changes():
     net.initialize(nets.init.Constant(0.5), force_reinit=True)
     for _ in range(2):
         np.testing.assert_allclose(net(x).asnumpy(), np.full((4, 2), 1.5))
+
+
+def test_a_cached_graph_keeps_no_replaced_parameter_array_alive():
+    import gc
+    import weakref
+    net = L.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.ones((4, 3), np.float32))
+    net(x)
+    old = weakref.ref(net.weight.data())
+    net.weight.cast("float64")  # a new array: the graph must not hold the old one
+    gc.collect()
+    assert old() is None
