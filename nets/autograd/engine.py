@@ -45,6 +45,10 @@ def _as_list(x, name):
 
 def _head_entries(heads, head_grads):
     """``[(entry, grad)]`` for each head (``head_grads`` default to ones)."""
+    if head_grads is None and heads.__class__ is NDArray:  # (``loss.backward()``)
+        e = heads._node
+        if e is not None and e[0].parents is not None:
+            return [(e, _ones_like(heads))]
     heads = (heads,) if heads.__class__ is NDArray else _as_list(heads, "heads")
     if head_grads is None:
         head_grads = (None,) * len(heads)
@@ -69,9 +73,7 @@ def _head_entries(heads, head_grads):
                             f"attach_grad() on the inputs and run the forward pass inside "
                             f"`with autograd.record():`")
         if g is None:
-            ones = np.empty(h.shape, h.dtype)
-            ones.fill(1)  # (np.ones costs twice as much: a Python-level wrapper)
-            g = NDArray(ones, h.context)
+            g = _ones_like(h)
         else:
             if not isinstance(g, NDArray):
                 g = array(g, dtype=h.dtype)
@@ -80,6 +82,13 @@ def _head_entries(heads, head_grads):
                                  f"has shape {tuple(h.shape)}")
         out.append((e, g))
     return out
+
+
+def _ones_like(h):
+    """Dense ones of ``h``'s shape and dtype: the default head gradient."""
+    ones = np.empty(h.shape, h.dtype)
+    ones.fill(1)  # (np.ones costs twice as much: a Python-level wrapper)
+    return NDArray(ones, h.context)
 
 
 _SEQ = attrgetter("seq")

@@ -109,7 +109,10 @@ def in_graph(x):
 
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
-    gradient to receive, e.g. all constants: then nothing is recorded)."""
+    gradient to receive, e.g. all constants: then nothing is recorded). The outputs are
+    new arrays, never input objects (every operator's results are,
+    ``tests/symbol/test_storage_table.py``; a ``Function`` gives an input it returns its
+    own array)."""
     # (taken even when nothing is recorded: it belongs to this call)
     saved = None if SAVED.get() is None else take_saved(op)
     parents, wanted = [], False
@@ -128,15 +131,8 @@ def record_node(op, inputs, attrs, outputs):
             parents.append(None)
     if not wanted:
         return None
-    kept = []
-    for o in outputs:
-        for x in inputs:
-            if o is x:
-                raise NetsError(f"internal: operator {getattr(op, 'name', op)!r} returned its "
-                                f"input object as an output; while recording, outputs must be "
-                                f"new arrays")
-        kept.append(o.detach())
-    node = Node(op, inputs, attrs, tuple(kept), tuple(parents), WRITES[0], saved)
+    node = Node(op, inputs, attrs, tuple([o.detach() for o in outputs]), tuple(parents),
+                WRITES[0], saved)
     for k, o in enumerate(outputs):
         o._node = (node, k)
     return node

@@ -136,18 +136,23 @@ class Optimizer:
 
     opt_registry = {}
     default_lr = 0.01
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls._builtin_update = (cls.update is Optimizer.update and
-                               cls.update_multi_precision is Optimizer.update_multi_precision)
     state_names = ()  # the states the kernel takes, in order (an absent one: a placeholder)
     row_states = ()  # those of state_names holding one value per weight row (shape (rows,))
     # False for optimizers whose weight decay is not a decay step (FTRL): wd_mode must be lazy
     _decays = True
-    # Whether the class keeps the base ``update`` and ``update_multi_precision``: ``step``
-    # then runs the base update of one parameter directly (``__init_subclass__`` sets it)
-    _builtin_update = True
+    # Whether the class keeps the base ``update`` and ``update_multi_precision`` (``step``
+    # then runs the base update of one parameter directly), and the base ``_update_count``,
+    # ``_get_lr`` and ``_get_wd`` (the base update then counts and computes the rates
+    # itself, the parameter looked up once): ``__init_subclass__`` sets them
+    _builtin_update = _builtin_rates = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        base = Optimizer
+        cls._builtin_update = (cls.update is base.update and
+                               cls.update_multi_precision is base.update_multi_precision)
+        cls._builtin_rates = (cls._update_count is base._update_count and
+                              cls._get_lr is base._get_lr and cls._get_wd is base._get_wd)
     lr = Hyper(low=0, name="learning_rate")
     wd = Hyper(low=0)
     rescale_grad = Hyper(low=0)
@@ -295,11 +300,11 @@ class Optimizer:
         """
         self.wd_mult = _mults("wd_mult", args_wd_mult)
 
-    def _mult(self, table, attr, index):
+    @staticmethod
+    def _mult(table, attr, index, param):
         """Parameter ``index``'s multiplier ``attr``: ``table``'s (``set_lr_mult`` /
-        ``set_wd_mult``: by index, then by the parameter's name), else its ``Parameter``'s,
-        else 1."""
-        param = self.param_dict.get(index)
+        ``set_wd_mult``: by index, then by the parameter's name), else its ``Parameter``'s
+        (``param``, from ``param_dict``), else 1."""
         if table:
             if index in table:
                 return table[index]
@@ -311,12 +316,22 @@ class Optimizer:
     def _get_lr(self, index):
         """Parameter ``index``'s learning rate: the current one times its multiplier
         (``set_lr_mult`` first, then its ``Parameter``'s ``lr_mult``)."""
-        return self.learning_rate * self._mult(self.lr_mult, "lr_mult", index)
+        return self.learning_rate * self._mult(self.lr_mult, "lr_mult", index,
+                                               self.param_dict.get(index))
 
     def _get_wd(self, index):
         """Parameter ``index``'s weight decay: ``wd`` times its multiplier (``set_wd_mult``
         first, then its ``Parameter``'s ``wd_mult``)."""
-        return self.wd * self._mult(self.wd_mult, "wd_mult", index)
+        return self.wd * self._mult(self.wd_mult, "wd_mult", index, self.param_dict.get(index))
+
+    def _rates(self, index):
+        """``(_get_lr(index), _get_wd(index))`` as defined here, the parameter looked up once."""
+        param = self.param_dict.get(index)
+        lr_table, wd_table = self.lr_mult, self.wd_mult
+        if param is not None and not lr_table and not wd_table:  # (no set_*_mult table)
+            return self.learning_rate * param.lr_mult, self.wd * param.wd_mult
+        return (self.learning_rate * self._mult(lr_table, "lr_mult", index, param),
+                self.wd * self._mult(wd_table, "wd_mult", index, param))
 
     def _update_count(self, index):
         """Count one update of parameter ``index`` (or of each index of a list): its
@@ -485,8 +500,12 @@ class Optimizer:
                                 state=state)
             record = self._record(index)  # (once the operands are checked)
             record.rows = rows if rows.reusable else None
-        self._count(record)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        if self._builtin_rates:
+            self._count(record)
+            lr, wd = self._rates(index)
+        else:  # (a subclass's own count or rates)
+            self._update_count(index)
+            lr, wd = self._get_lr(index), self._get_wd(index)
         if self._wd_mode == "catchup":
             _catch_up_rows(record, rows, lr * wd)
         self.update_rows(rows, lr, wd, record.step)

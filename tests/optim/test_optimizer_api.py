@@ -70,6 +70,31 @@ def test_step_runs_an_update_a_subclass_implements(method):
     assert_almost_equal(weight.asnumpy(), [0.4, 0.4])
 
 
+def test_the_builtin_update_uses_a_subclass_s_count_and_rates():
+    """A subclass overriding MXNet's extension points ``_get_lr``, ``_get_wd`` or
+    ``_update_count`` has them used by the built-in update too."""
+    counted = []
+
+    class Halved(optim.SGD):
+        def _get_lr(self, index):
+            return super()._get_lr(index) / 2
+
+        def _get_wd(self, index):
+            return 0.5
+
+        def _update_count(self, index):
+            counted.append(index)
+            super()._update_count(index)
+
+    assert not Halved._builtin_rates and optim.SGD._builtin_rates
+    opt = Halved(learning_rate=0.2)
+    weight = nd.ones((2,))
+    opt.step(7, weight, nd.ones((2,)))
+    # w -= lr/2 * (wd * w + g) = 0.1 * (0.5 + 1)
+    assert_almost_equal(weight.asnumpy(), [0.85, 0.85])
+    assert counted == [7] and opt.num_update == 1
+
+
 def test_default_learning_rates_and_scheduler():
     assert create("sgd").learning_rate == 0.01
     assert create("adam").learning_rate == 0.001
@@ -111,8 +136,10 @@ class _Param:
 
 def _rates(opt, index):
     """Parameter ``index``'s learning rate and weight decay, through MXNet's extension
-    points."""
-    return opt._get_lr(index), opt._get_wd(index)
+    points, checked equal to what the built-in update computes (``Optimizer._rates``)."""
+    rates = opt._get_lr(index), opt._get_wd(index)
+    assert opt._rates(index) == rates
+    return rates
 
 
 def test_lr_and_wd_multipliers():

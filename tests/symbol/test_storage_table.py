@@ -105,6 +105,9 @@ def test_symbolic_and_imperative_storage_agree(op_name):
                 continue
         result = result if isinstance(result, list) else [result]
         assert tuple(r.stype for r in result) == expected, (op_name, stypes)
+        # every result is a new array, never an input object: the recorder links each
+        # result to its node and trusts this
+        assert not any(r is a for r in result for a in arrays), (op_name, stypes)
         if op.find_impl(stypes) is None:  # no implementation: the fallback must say so
             assert any(issubclass(w.category, nets.StorageFallbackWarning) for w in caught)
         # the same declarations give the shapes and dtypes the call returns
