@@ -324,8 +324,13 @@ class Optimizer:
         first, then its ``Parameter``'s ``wd_mult``)."""
         return self.wd * self._mult(self.wd_mult, "wd_mult", index, self.param_dict.get(index))
 
-    def _rates(self, index):
-        """``(_get_lr(index), _get_wd(index))`` as defined here, the parameter looked up once."""
+    def _account(self, index, record):
+        """Count one update of parameter ``index`` (its ``Record`` ``record``) and return
+        its ``(lr, wd)``: ``_update_count``, ``_get_lr`` and ``_get_wd`` as defined here, in
+        one call with the parameter looked up once."""
+        record.step += 1
+        if record.step > self.num_update:
+            self.num_update = record.step
         param = self.param_dict.get(index)
         lr_table, wd_table = self.lr_mult, self.wd_mult
         if param is not None and not lr_table and not wd_table:  # (no set_*_mult table)
@@ -337,13 +342,10 @@ class Optimizer:
         """Count one update of parameter ``index`` (or of each index of a list): its
         record's ``step`` and ``num_update``, which the learning-rate schedule reads."""
         for i in index if isinstance(index, (list, tuple)) else (index,):
-            self._count(self.state.get(i) or self._record(i))  # (a Record is never false)
-
-    def _count(self, record):
-        """Count one update of the parameter whose ``Record`` is ``record``."""
-        record.step += 1
-        if record.step > self.num_update:
-            self.num_update = record.step
+            record = self.state.get(i) or self._record(i)  # (a Record is never false)
+            record.step += 1
+            if record.step > self.num_update:
+                self.num_update = record.step
 
     def _record(self, index):
         """Parameter ``index``'s ``Record`` in ``state``, made empty on first use."""
@@ -501,8 +503,7 @@ class Optimizer:
             record = self._record(index)  # (once the operands are checked)
             record.rows = rows if rows.reusable else None
         if self._builtin_rates:
-            self._count(record)
-            lr, wd = self._rates(index)
+            lr, wd = self._account(index, record)
         else:  # (a subclass's own count or rates)
             self._update_count(index)
             lr, wd = self._get_lr(index), self._get_wd(index)

@@ -136,9 +136,11 @@ class _Param:
 
 def _rates(opt, index):
     """Parameter ``index``'s learning rate and weight decay, through MXNet's extension
-    points, checked equal to what the built-in update computes (``Optimizer._rates``)."""
+    points, checked equal to what the built-in update computes (``Optimizer._account``,
+    which also counts the update)."""
     rates = opt._get_lr(index), opt._get_wd(index)
-    assert opt._rates(index) == rates
+    record = optim.Record()
+    assert opt._account(index, record) == rates and record.step == 1
     return rates
 
 
