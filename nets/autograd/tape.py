@@ -110,9 +110,9 @@ def in_graph(x):
 def record_node(op, inputs, attrs, outputs):
     """The recorder: link ``outputs`` to a new node; returns it (None when no input has a
     gradient to receive, e.g. all constants: then nothing is recorded). The outputs are
-    new arrays, never input objects (every operator's results are,
-    ``tests/symbol/test_storage_table.py``; a ``Function`` gives an input it returns its
-    own array)."""
+    new arrays, never input objects: every operator's results are
+    (``tests/symbol/test_storage_table.py`` checks each; ``Custom`` writes arrays it
+    allocates), and a ``Function`` gives an input it returns an array of its own."""
     # (taken even when nothing is recorded: it belongs to this call)
     saved = None if SAVED.get() is None else take_saved(op)
     parents, wanted = [], False

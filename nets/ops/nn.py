@@ -97,8 +97,7 @@ def _(data, weight, bias, num_hidden, no_bias, flatten, act_type):
 
 
 def _fc(data, weight, bias, num_hidden, no_bias, flatten, act_type):
-    shape = data.shape
-    shape = (shape[:1] if flatten else shape[:-1]) + (num_hidden,)
+    shape = (data.shape[:1] if flatten else data.shape[:-1]) + (num_hidden,)  # (checked)
     if data.stype == "csr":
         y = dot.compute((data, weight), {"transpose_a": False, "transpose_b": True})[0].values
     else:
@@ -776,8 +775,7 @@ def _loss_op(name, attrs, doc, loss, grads):
         # (sparse operands reach here from the dense fallback)
         wants = node.parents  # (None: a constant, no gradient)
         d_pred, d_label = grads(as_dense(pred).values, as_dense(label).values.reshape(shape),
-                                wants[1] is not None,
-                                **({k: node.attrs[k] for k in names} if names else {}))
+                                wants[1] is not None, **{k: node.attrs[k] for k in names})
         return (None if wants[0] is None else _times(g, d_pred, pred),
                 None if wants[1] is None else _times(g, d_label, label))
     return op

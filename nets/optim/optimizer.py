@@ -145,6 +145,10 @@ class Optimizer:
     # ``_get_lr`` and ``_get_wd`` (the base update then counts and computes the rates
     # itself, the parameter looked up once): ``__init_subclass__`` sets them
     _builtin_update = _builtin_rates = True
+    lr = Hyper(low=0, name="learning_rate")
+    wd = Hyper(low=0)
+    rescale_grad = Hyper(low=0)
+    clip_gradient = Hyper(low=0, optional=True)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -153,10 +157,6 @@ class Optimizer:
                                cls.update_multi_precision is base.update_multi_precision)
         cls._builtin_rates = (cls._update_count is base._update_count and
                               cls._get_lr is base._get_lr and cls._get_wd is base._get_wd)
-    lr = Hyper(low=0, name="learning_rate")
-    wd = Hyper(low=0)
-    rescale_grad = Hyper(low=0)
-    clip_gradient = Hyper(low=0, optional=True)
 
     def __init__(self, learning_rate: Optional[float] = None, wd: float = 0.0,
                  rescale_grad: float = 1.0, clip_gradient: Optional[float] = None,
