@@ -1,4 +1,5 @@
 """Reverse-mode differentiation over the recorded graph: ``backward`` and ``grad``."""
+from heapq import heappop, heappush
 from operator import attrgetter
 
 import numpy as np
@@ -94,29 +95,153 @@ def _ones_like(h):
 _SEQ = attrgetter("seq")
 
 
-def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
+def _backprop(heads, head_grads, is_target, target_entries, retain_graph, prune):
     """Propagate from the heads to the targets: leaves for which ``is_target(leaf)`` and
     node outputs in ``target_entries``. Returns ``({id: (leaf, grad)}, {entry: grad})``;
     a target leaf the heads reach gets None when no gradient arrived, one they do not
     reach is absent; a leaf's gradient is ``(sum, owned)``, ``owned`` telling that the sum
     is a new array nothing else holds: one the engine made from several contributions, or
     the one contribution of a vjp declared ``fresh``. The caller sets the recording and
-    training state (``_Scope``)."""
-    heads = _head_entries(heads, head_grads)
+    training state (``_Scope``).
+
+    Nodes run latest first (a heap on ``seq``: creation order is a topological order), so
+    a node runs once every node reading it has and its output gradients are complete;
+    only nodes a gradient reached run. A node runs its vjp only if a gradient must flow
+    through it to a target. With ``prune`` those nodes are found first (``_leading``: for
+    ``grad``, whose variables may be a few of the leaves). Without it every node reached
+    leads to a target, since a node is recorded only when an input has a gradient slot or
+    comes from a node, unless some slot says 'null' (then a vjp may run in vain); a node
+    is then checked (``_leads``) only before an error is raised for it."""
     grads, leaves = {}, {}  # the list of contributions to (node, k) or to id(leaf)
-    stack = []
+    pending, queued = [], set()  # the heap of (-seq, node) a gradient reached
+    heads = _head_entries(heads, head_grads)
     for e, g in heads:
         if type(e) is tuple:
-            stack.append(e[0])
-        else:
-            if not is_target(e):
-                continue
+            node = e[0]
+            if node not in queued:
+                queued.add(node)
+                heappush(pending, (-node.seq, node))
+        elif is_target(e):
             leaves[id(e)] = e
             e = id(e)
+        else:
+            continue
         grads.setdefault(e, []).append(g)
+    if prune:
+        done, needed = _leading([e[0] for e, _ in heads if type(e) is tuple], is_target,
+                                target_entries)
+    else:
+        done, needed = [], None  # (the nodes to free: those run or walked, ``_reach``)
+    # ids of leaf gradients a ``fresh`` vjp made (each stays alive in ``grads`` until the
+    # end, so no other array can take its id meanwhile)
+    results, fresh = {}, set()
+    while pending:
+        node = heappop(pending)[1]
+        parents = node.parents
+        if parents is None:
+            raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
+        if needed is None:
+            done.append(node)
+        outputs = node.outputs
+        if len(outputs) == 1:  # (most nodes)
+            g = grads.pop((node, 0))
+            out_grads = (g[0] if len(g) == 1 else _sum(g),)
+            if target_entries and (node, 0) in target_entries:
+                results[node, 0] = out_grads[0]
+        else:
+            out_grads = []
+            for k, o in enumerate(outputs):
+                g = grads.pop((node, k), None)
+                if g is not None:
+                    g = g[0] if len(g) == 1 else _sum(g)
+                    if target_entries and (node, k) in target_entries:
+                        results[node, k] = g
+                out_grads.append(_zeros_like(o) if g is None else g)
+        if needed is not None and node not in needed:
+            continue
+        # The node's vjp, with every output's gradient (zeros for outputs none reached)
+        op = node.op
+        fn = getattr(op, "_vjp_fn", None)
+        if fn is None or node.writes != WRITES[0]:  # (some array was written since)
+            if needed is None and not _leads(node, is_target):
+                _reach([node], is_target, leaves, done)
+                continue
+            node.check_versions()
+            if fn is None:
+                raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a "
+                                f"gradient must flow through it to reach an array with "
+                                f"attach_grad(); compute it outside autograd.record() or under "
+                                f"autograd.pause(), or detach() its inputs")
+        in_grads = fn(node, *out_grads)
+        if in_grads.__class__ is not tuple or op.__class__ is not Op or \
+                len(in_grads) != len(parents):  # (the operators' own vjps are tested)
+            in_grads = _checked(node, in_grads)
+        owned = getattr(op, "vjp_fresh", False)
+        for i, p in enumerate(parents):
+            if p is None:
+                continue
+            g = in_grads[i]
+            if type(p) is tuple:
+                if needed is not None and p[0] not in needed and p not in target_entries:
+                    continue
+                if g is None:  # (a node input without a gradient: its leaves still count)
+                    if needed is not None or _leads(p[0], is_target):
+                        _no_gradient(node, i)
+                    if needed is None:
+                        _reach([p[0]], is_target, leaves, done)
+                    continue
+                q = p[0]
+                if q not in queued:
+                    queued.add(q)
+                    heappush(pending, (-q.seq, q))
+                grads.setdefault(p, []).append(g)
+            elif is_target(p):
+                k = id(p)
+                leaves[k] = p
+                if g is None:
+                    _no_gradient(node, i)
+                    continue
+                grads.setdefault(k, []).append(g)
+                if owned:
+                    fresh.add(id(g))
+    leaf_grads = {}
+    for k, x in leaves.items():
+        c = grads.get(k)
+        leaf_grads[k] = x, (None if c is None else _leaf_grad(x, c, fresh))
+    if not retain_graph:
+        for node in done:
+            node.free()
+    return leaf_grads, results
 
-    # The nodes the heads reach, and among them those with a target leaf as an input
-    seen, needed = set(), set()
+
+def _leading(nodes, is_target, target_entries):
+    """``(reached, needed)``: the nodes reachable from ``nodes`` and those among them a
+    gradient must flow through to reach a target."""
+    reached = []
+    _reach(nodes, is_target, {}, reached)
+    reached.sort(key=_SEQ)  # (creation order is a topological order)
+    needed = set()
+    for node in reached:
+        for p in node.parents:
+            if p is not None and ((p[0] in needed or p in target_entries)
+                                  if type(p) is tuple else is_target(p)):
+                needed.add(node)
+                break
+    return reached, needed
+
+
+def _leads(node, is_target):
+    """Whether a target leaf is reachable from ``node``."""
+    found = {}
+    _reach([node], is_target, found, [])
+    return bool(found)
+
+
+def _reach(nodes, is_target, leaves, done):
+    """Note the target leaves under ``nodes``, which the heads reach though no gradient
+    may flow to them this way (``backward`` delivers them zeros), in ``leaves``, and the
+    nodes walked in ``done``."""
+    stack, seen = list(nodes), set()
     while stack:
         node = stack.pop()
         if node in seen:
@@ -125,89 +250,12 @@ def _backprop(heads, head_grads, is_target, target_entries, retain_graph):
         if parents is None:
             raise NetsError(f"cannot differentiate through part of this graph: {_FREED}")
         seen.add(node)
+        done.append(node)
         for p in parents:
             if type(p) is tuple:
                 stack.append(p[0])
             elif p is not None and is_target(p):
-                needed.add(node)
                 leaves[id(p)] = p
-    nodes = sorted(seen, key=_SEQ)  # (creation order is a topological order)
-    # A node runs its vjp only if a gradient must flow through it to a target.
-    for node in nodes:
-        if node not in needed:
-            for p in node.parents:
-                if type(p) is tuple and (p[0] in needed or p in target_entries):
-                    needed.add(node)
-                    break
-
-    # ids of leaf gradients a ``fresh`` vjp made (each stays alive in ``grads`` until the
-    # end, so no other array can take its id meanwhile)
-    results, fresh = {}, set()
-    for node in reversed(nodes):
-        if len(node.outputs) == 1:  # (most nodes)
-            g = grads.pop((node, 0), None)
-            if g is None:
-                continue
-            g = g[0] if len(g) == 1 else _sum(g)
-            out_grads = [g]
-            if target_entries and (node, 0) in target_entries:
-                results[node, 0] = g
-        else:
-            out_grads, arrived = [], False
-            for k in range(len(node.outputs)):
-                g = grads.pop((node, k), None)
-                if g is not None:
-                    arrived = True
-                    g = g[0] if len(g) == 1 else _sum(g)
-                    if target_entries and (node, k) in target_entries:
-                        results[node, k] = g
-                out_grads.append(g)
-            if not arrived:
-                continue
-        if node not in needed:
-            continue
-        # The node's vjp, with every output's gradient (zeros for outputs none reached)
-        op = node.op
-        if node.writes != WRITES[0]:  # (some array was written since the node was recorded)
-            node.check_versions()
-        fn = getattr(op, "_vjp_fn", None)
-        if fn is None:
-            raise NetsError(f"no gradient for op {_name(op)!r}: it has no vjp, and a gradient "
-                            f"must flow through it to reach an array with attach_grad(); "
-                            f"compute it outside autograd.record() or under autograd.pause(), "
-                            f"or detach() its inputs")
-        if len(out_grads) > 1 and any(g is None for g in out_grads):
-            out_grads = [_zeros_like(o) if g is None else g
-                         for g, o in zip(out_grads, node.outputs)]
-        in_grads = fn(node, *out_grads)
-        if in_grads.__class__ is not tuple or op.__class__ is not Op or \
-                len(in_grads) != len(node.inputs):  # (the operators' own vjps are tested)
-            in_grads = _checked(node, in_grads)
-        owned = getattr(op, "vjp_fresh", False)
-        for p, g in zip(node.parents, in_grads):
-            if p is None:
-                continue
-            if g is None:
-                if (p[0] in needed or p in target_entries) if type(p) is tuple else \
-                        id(p) in leaves:
-                    _no_gradient(node, next(i for i, (q, h) in enumerate(
-                        zip(node.parents, in_grads)) if q is p and h is None))
-                continue
-            if type(p) is tuple:
-                if p[0] in needed or p in target_entries:
-                    grads.setdefault(p, []).append(g)
-            elif id(p) in leaves:
-                grads.setdefault(id(p), []).append(g)
-                if owned:
-                    fresh.add(id(g))
-    leaf_grads = {}
-    for k, x in leaves.items():
-        c = grads.get(k)
-        leaf_grads[k] = x, (None if c is None else _leaf_grad(x, c, fresh))
-    if not retain_graph:
-        for node in nodes:
-            node.free()
-    return leaf_grads, results
 
 
 def _leaf_grad(x, contributions, fresh):
@@ -285,7 +333,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     delivered to becomes fresh. The graph is freed unless ``retain_graph``;
     ``train_mode`` is ``is_training()`` during the backward pass."""
     with _Scope(False, train_mode, engine=True):  # (propagation and delivery)
-        leaf_grads, _ = _backprop(heads, head_grads, _delivers, (), retain_graph)
+        leaf_grads, _ = _backprop(heads, head_grads, _delivers, (), retain_graph, False)
         for x, g in leaf_grads.values():
             if g is None and x.stype == x._grad_slot.stype == "csr":
                 g = _zero_grad(x, "csr"), True  # zeros at the leaf's pattern
@@ -346,7 +394,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         retain_graph = create_graph
     with _Scope(create_graph, train_mode, engine=True):
         leaf_grads, results = _backprop(heads, head_grads, lambda x: id(x) in leaf_ids,
-                                        entries, retain_graph)
+                                        entries, retain_graph, True)
     out = []
     for v in variables:
         if v._node is not None:

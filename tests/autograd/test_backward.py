@@ -289,6 +289,70 @@ def test_write_zeros_a_reached_leaf_without_gradient_and_keeps_an_unreached_one(
     assert_almost_equal(other.grad, [9.0])  # not in the graph: left alone (stale, as MXNet)
 
 
+def test_leaves_under_an_input_without_gradient_are_reached():
+    class NoGradFor2nd(Mul):
+        def backward(self, g):
+            return super().backward(g)[0], None
+
+    x, c, d = _leaf([1.0, 2.0]), _leaf([5.0, 6.0]), _leaf([3.0, 4.0], grad_req="add")
+    for leaf in (c, d):
+        leaf.grad[:] = 9.0
+        autograd.grad_slot(leaf).fresh = False
+    with autograd.record():
+        h = Mul()(Exp()(c), d)  # reached only through an input that gets no gradient
+        y = NoGradFor2nd()(x, h)
+    y.backward()
+    assert_almost_equal(x.grad, h.asnumpy())
+    assert_almost_equal(c.grad, [0.0, 0.0])  # 'write': zeros
+    assert_almost_equal(d.grad, [9.0, 9.0])  # 'add': nothing added
+    assert autograd.grad_slot(c).fresh and autograd.grad_slot(d).fresh
+    with pytest.raises(NetsError, match="retain_graph=True"):  # that part is freed too
+        h.backward()
+
+
+def test_diamond_runs_each_node_once_after_all_its_readers():
+    calls = []
+
+    class Log(Exp):
+        def backward(self, g):
+            calls.append(self.tag)
+            return super().backward(g)
+
+    def log(tag, x):
+        f = Log()
+        f.tag = tag
+        return f(x)
+
+    x = _leaf([0.5, 1.0])
+    with autograd.record():
+        a = log("a", x)
+        b, c = log("b", a), log("c", a)
+        d = Mul()(Mul()(b, c), log("e", b))
+    d.backward()
+    assert sorted(calls) == ["a", "b", "c", "e"] and calls[-1] == "a" and \
+        calls.index("b") > calls.index("e")
+    def f(v):  # d = b c e = b^2 exp(b) with b = exp(exp(x))
+        b = np.exp(np.exp(v))
+        return b * b * np.exp(b)
+    v, h = x.asnumpy(), 1e-6
+    assert_almost_equal(x.grad, (f(v + h) - f(v - h)) / (2 * h), rtol=1e-5)
+
+
+def test_a_written_input_raises_only_where_a_gradient_must_cross_it():
+    w, c = _leaf([3.0, 4.0]), _nd([1.0, 2.0])
+    for req, raises in (("null", False), ("write", True)):
+        frozen = _leaf([5.0, 6.0], grad_req=req)
+        with autograd.record():
+            z = Mul()(Mul()(frozen, c), w)
+        c[:] = 7.0  # an input of the branch that leads only to ``frozen``
+        if raises:
+            with pytest.raises(NetsError, match="modified in place"):
+                z.backward()
+        else:
+            z.backward()
+            assert_almost_equal(w.grad, [5.0, 12.0])
+
+
 def test_retain_graph_and_freed_graph():
     x = _leaf([1.0, 2.0])
     with autograd.record():
