@@ -1035,6 +1035,16 @@ _SIZES = {"demo": ("batch_size", "samples", "features"), "train": ("batch_size",
           "predict": ("batch_size",)}
 
 
+def _interrupted(error):
+    """Whether ``error`` is Ctrl-C: a ``KeyboardInterrupt``, or the ``SystemError`` that
+    numba's dispatcher raises ("returned a result with an exception set", once or twice
+    over) when the interrupt lands during a kernel call, the ``KeyboardInterrupt`` at the
+    end of its chain of causes."""
+    while isinstance(error, SystemError):
+        error = error.__cause__
+    return isinstance(error, KeyboardInterrupt)
+
+
 def main(argv=None):
     """Entry point of the ``nets`` console script; returns the exit code (see the module's
     docstring). ``argv`` None: the program's own command line (``sys.argv``), in a process
@@ -1047,7 +1057,9 @@ def main(argv=None):
         _PROGRAM["gc_paused"] = _PROGRAM["own"] = True
     try:
         return _main(argv)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:
+        if not _interrupted(e):
+            raise
         print("nets: interrupted", file=sys.stderr)
         return 130
     finally:

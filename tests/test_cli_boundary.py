@@ -211,6 +211,50 @@ def test_an_interruption_anywhere_in_a_command_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "nets: interrupted\n"
 
 
+def _kernel_interrupted():
+    """What a training step raises when Ctrl-C lands during a numba kernel call: numba's
+    dispatcher turns the KeyboardInterrupt its result boxing met into a SystemError."""
+    from nets.kernels.embedding import unique_slots
+    ids = np.arange(2000, dtype=np.int64) % 50
+    unique_slots(ids, 50)
+    def ctrl_c(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    try:
+        for attempt in range(2000):
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 1e-4 + (attempt % 37) * 1e-5)
+                while True:
+                    unique_slots(ids, 50)
+            except SystemError as e:
+                return e
+            except KeyboardInterrupt:
+                continue  # (landed between two calls)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pytest.fail("no interruption inside a kernel call became a SystemError in 2000 attempts: "
+                "if numba now lets KeyboardInterrupt through, cli._interrupted's SystemError "
+                "case can go")
+
+
+def test_an_interruption_inside_a_kernel_call_is_one_line(monkeypatch, capsys):
+    error = _kernel_interrupted()
+
+    def interrupted(args):
+        raise error
+    monkeypatch.setattr(cli, "_info", interrupted)
+    assert main(["info"]) == 130
+    assert capsys.readouterr().err == "nets: interrupted\n"
+
+    def broken(args):  # a SystemError of another cause stays an error, traceback and all
+        raise SystemError("something else")
+    monkeypatch.setattr(cli, "_info", broken)
+    with pytest.raises(SystemError, match="something else"):
+        main(["info"])
+
+
 def test_running_out_of_memory_names_the_sizes_to_reduce(monkeypatch, capsys):
     def exhausted(args):
         raise MemoryError
