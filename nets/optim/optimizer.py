@@ -332,11 +332,8 @@ class Optimizer:
         if record.step > self.num_update:
             self.num_update = record.step
         param = self.param_dict.get(index)
-        lr_table, wd_table = self.lr_mult, self.wd_mult
-        if param is not None and not lr_table and not wd_table:  # (no set_*_mult table)
-            return self.learning_rate * param.lr_mult, self.wd * param.wd_mult
-        return (self.learning_rate * self._mult(lr_table, "lr_mult", index, param),
-                self.wd * self._mult(wd_table, "wd_mult", index, param))
+        return (self.learning_rate * self._mult(self.lr_mult, "lr_mult", index, param),
+                self.wd * self._mult(self.wd_mult, "wd_mult", index, param))
 
     def _update_count(self, index):
         """Count one update of parameter ``index`` (or of each index of a list): its
